@@ -1,0 +1,114 @@
+"""fak_core: the tool-call adjudication kernel.
+
+An agent proposes a tool call; the kernel decides, before anything runs, whether it may:
+a cheapest-first preflight ladder, adjudicators folded most-restrictive-wins, a
+default-deny capability floor, and information-flow taint that keeps untrusted data
+away from egress. Build a :class:`Kernel`, then ``decide``, ``syscall`` or ``admit``.
+"""
+
+from fak_core.adjudicators import (
+    Adjudicator,
+    Registration,
+    ResultAdmitter,
+    WitnessOutcome,
+    WitnessResolver,
+)
+from fak_core.admission import HeldStore, ResultScreen
+from fak_core.calls import Result, Status, ToolCall
+from fak_core.events import Counters, Event, EventKind
+from fak_core.floor import CapabilityFloor
+from fak_core.fold import fold, fold_results
+from fak_core.jsonargs import ArgsError, parse_args
+from fak_core.kernel import FLOOR_RANK, PREFLIGHT_RANK, SCREEN_RANK, SINK_GATE_RANK, Kernel
+from fak_core.ledger import MemoryLedger, TaintLedger
+from fak_core.policy import (
+    ArgRule,
+    AuthorizeRule,
+    Policy,
+    PolicyError,
+    default_policy,
+    dump_policy,
+    load_policy,
+    parse_policy,
+    policy_digest,
+)
+from fak_core.preflight import Catch, CatchRate, Ladder, NegativeRow, NegativesLedger, Rung
+from fak_core.provenance import Source, SourceRegistry
+from fak_core.reasons import Disposition, Reason, ReasonRegistry
+from fak_core.schemas import InvalidSchemaError, SchemaRegistry, compile_schema
+from fak_core.sinks import Sink, SinkGate, classify
+from fak_core.taint import Taint
+from fak_core.verdicts import (
+    KindRegistry,
+    QuarantinePayload,
+    TransformPayload,
+    Verdict,
+    VerdictKind,
+    WitnessPayload,
+)
+from fak_core.view import CallView
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FLOOR_RANK",
+    "PREFLIGHT_RANK",
+    "SCREEN_RANK",
+    "SINK_GATE_RANK",
+    "Adjudicator",
+    "ArgRule",
+    "ArgsError",
+    "AuthorizeRule",
+    "CallView",
+    "CapabilityFloor",
+    "Catch",
+    "CatchRate",
+    "Counters",
+    "Disposition",
+    "Event",
+    "EventKind",
+    "HeldStore",
+    "InvalidSchemaError",
+    "Kernel",
+    "KindRegistry",
+    "Ladder",
+    "MemoryLedger",
+    "NegativeRow",
+    "NegativesLedger",
+    "Policy",
+    "PolicyError",
+    "QuarantinePayload",
+    "Reason",
+    "ReasonRegistry",
+    "Registration",
+    "Result",
+    "ResultAdmitter",
+    "ResultScreen",
+    "Rung",
+    "SchemaRegistry",
+    "Sink",
+    "SinkGate",
+    "Source",
+    "SourceRegistry",
+    "Status",
+    "Taint",
+    "TaintLedger",
+    "ToolCall",
+    "TransformPayload",
+    "Verdict",
+    "VerdictKind",
+    "WitnessOutcome",
+    "WitnessPayload",
+    "WitnessResolver",
+    "__version__",
+    "classify",
+    "compile_schema",
+    "default_policy",
+    "dump_policy",
+    "fold",
+    "fold_results",
+    "load_policy",
+    "parse_args",
+    "parse_policy",
+    "policy_digest",
+]

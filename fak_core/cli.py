@@ -1,0 +1,108 @@
+"""The ``fak`` command line: subcommands are found through the ``fak.commands`` entry points.
+
+Each entry point names a module with ``register(subparsers)``; the kernel's own
+commands (``policy``) live here. ``fak_core`` never imports the plugin: ``fak proofs``
+arrives through the entry point that ``pytest_fak`` declares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+
+from fak_core import __version__
+from fak_core.policy import PolicyError, default_policy, dump_policy, load_policy, policy_digest
+
+__all__ = ["main"]
+
+
+def _policy_check(ns: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(ns.file) if ns.file else default_policy()
+    except PolicyError as exc:
+        print(f"fak: {exc}", file=sys.stderr)
+        return 2
+    print(f"ok: {ns.file or 'default policy'} {policy_digest(policy)}")
+    return 0
+
+
+def _policy_dump(ns: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(ns.file) if ns.file else default_policy()
+    except PolicyError as exc:
+        print(f"fak: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(dump_policy(policy, ns.format))
+    return 0
+
+
+def _decide(ns: argparse.Namespace) -> int:
+    from fak_core.calls import ToolCall
+    from fak_core.kernel import Kernel
+
+    try:
+        policy = load_policy(ns.policy) if ns.policy else default_policy()
+    except PolicyError as exc:
+        print(f"fak: {exc}", file=sys.stderr)
+        return 2
+    kernel = Kernel(policy)
+    v = kernel.decide(ToolCall(ns.tool, ns.args, ns.trace or "cli"))
+    out = {
+        "kind": kernel.kinds.name(v.kind),
+        "reason": kernel.reasons.name(v.reason),
+        "by": v.by,
+        "claim": v.claim,
+    }
+    if v.repaired_args is not None:
+        out["repaired_arguments"] = v.repaired_args
+    print(json.dumps(out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fak", description="tool-call adjudication kernel")
+    parser.add_argument("--version", action="version", version=f"fak {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    pol = sub.add_parser("policy", help="check or print a policy file")
+    psub = pol.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
+    chk = psub.add_parser("check", help="validate a policy file and print its digest")
+    chk.add_argument("file", nargs="?", help="policy file (.json or .toml); default: built in")
+    chk.set_defaults(func=_policy_check)
+    dmp = psub.add_parser("dump", help="print a policy in canonical form")
+    dmp.add_argument("file", nargs="?", help="policy file; default: the built-in policy")
+    dmp.add_argument("--format", choices=("json", "toml"), default="json")
+    dmp.set_defaults(func=_policy_dump)
+
+    dec = sub.add_parser("decide", help="adjudicate one tool call in-process")
+    dec.add_argument("tool")
+    dec.add_argument("args", nargs="?", default="{}", help="arguments as JSON text")
+    dec.add_argument("--policy", help="policy file; default: the built-in policy")
+    dec.add_argument("--trace", help="trace id")
+    dec.set_defaults(func=_decide)
+
+    for ep in sorted(entry_points(group="fak.commands"), key=lambda e: e.name):
+        try:
+            module = ep.load()
+        except Exception as exc:  # a broken extension must not take the CLI down
+            print(f"fak: command {ep.name!r} could not load: {exc}", file=sys.stderr)
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    func = getattr(ns, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    return int(func(ns))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

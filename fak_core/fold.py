@@ -1,0 +1,104 @@
+"""Most-restrictive-wins folds: the pre-call chain and the result-side chain.
+
+Pre-call (``fold``): an empty chain, an all-DEFER chain, or a residual INDETERMINATE is
+DENY/DEFAULT_DENY; among conclusive verdicts the highest rank wins, the earliest of
+equal ranks; the walk stops at the first verdict of DENY rank (later adjudicators are
+never called); the result is never DEFER. An adjudicator that raises is a DENY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fak_core.adjudicators import Adjudicator, ResultAdmitter
+from fak_core.calls import Result, ToolCall
+from fak_core.reasons import Reason
+from fak_core.verdicts import DENY_RANK, KindRegistry, Verdict, VerdictKind
+from fak_core.view import CallView
+
+__all__ = ["fold", "fold_results"]
+
+_DEFER = VerdictKind.DEFER
+_INDETERMINATE = VerdictKind.INDETERMINATE
+
+
+def _crashed(by: str, exc: BaseException) -> Verdict:
+    return Verdict.deny(
+        Reason.DEFAULT_DENY,
+        by,
+        claim=f"{type(exc).__name__}: {exc}",
+        meta={"error": "adjudicator raised", "fold": "error"},
+    )
+
+
+def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> Verdict:
+    """Fold ``chain`` (in rank order) over one call; see the module docstring."""
+    if not chain:
+        return Verdict.deny(Reason.DEFAULT_DENY, "empty-policy")
+    best: Verdict | None = None
+    best_rank = -1
+    first_indeterminate: Verdict | None = None
+    rank = kinds.rank
+    for adj in chain:
+        try:
+            v = adj.adjudicate(view)
+        except Exception as exc:  # nothing escapes the kernel; a crash is a refusal
+            return _crashed(type(adj).__name__, exc)
+        if not isinstance(v, Verdict):
+            return Verdict.deny(
+                Reason.DEFAULT_DENY,
+                type(adj).__name__,
+                claim=f"adjudicator returned {type(v).__name__}, not a Verdict",
+                meta={"fold": "error"},
+            )
+        k = v.kind
+        if k == _DEFER:
+            continue
+        if k == _INDETERMINATE:
+            if first_indeterminate is None:
+                first_indeterminate = v
+            continue
+        r = rank(k)
+        if r > best_rank:
+            best, best_rank = v, r
+            if r >= DENY_RANK:
+                break
+    if best is not None:
+        return best
+    if first_indeterminate is not None:
+        return Verdict.deny(
+            Reason.DEFAULT_DENY, first_indeterminate.by, meta={"fold": "indeterminate"}
+        )
+    return Verdict.deny(Reason.DEFAULT_DENY, "all-defer")
+
+
+def fold_results(
+    chain: Sequence[ResultAdmitter], call: ToolCall, result: Result, kinds: KindRegistry
+) -> Verdict:
+    """Fold the result-side chain: every admitter runs, the most restrictive opinion wins.
+
+    It starts from ALLOW ("default-admit"); DEFER is no opinion here as everywhere.
+    An admitter that raises quarantines the result (it cannot be shown safe).
+    """
+    best = Verdict.allow("default-admit")
+    best_rank = 0
+    rank = kinds.rank
+    for adm in chain:
+        try:
+            v = adm.admit(call, result)
+        except Exception as exc:
+            v = Verdict.quarantine(
+                Reason.TRUST_VIOLATION,
+                type(adm).__name__,
+                meta={"error": f"admitter raised {type(exc).__name__}: {exc}"[:256]},
+            )
+        if not isinstance(v, Verdict):
+            v = Verdict.quarantine(
+                Reason.TRUST_VIOLATION, type(adm).__name__, meta={"error": "not a Verdict"}
+            )
+        if v.kind == _DEFER:
+            continue
+        r = rank(v.kind)
+        if r > best_rank:
+            best, best_rank = v, r
+    return best

@@ -1,0 +1,431 @@
+"""The kernel: one instance owns its chain, tools, schemas, witnesses, taint and counters.
+
+``decide`` folds the adjudicator chain over a call. ``syscall`` decides, resolves a
+REQUIRE_WITNESS, runs the tool only on ALLOW or TRANSFORM (with the repaired arguments),
+and admits the result. ``admit`` runs the result-side chain and raises the session's
+taint mark. Nothing escapes as an exception: a refusal or a failure is a value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from fak_core.adjudicators import (
+    Adjudicator,
+    Registration,
+    ResultAdmitter,
+    WitnessOutcome,
+    WitnessResolver,
+    as_adjudicator,
+    as_admitter,
+)
+from fak_core.admission import HeldStore, ResultScreen, quarantine_stub
+from fak_core.calls import Result, Status, ToolCall
+from fak_core.events import Counters, Event, EventKind, Subscriber
+from fak_core.floor import CapabilityFloor
+from fak_core.fold import fold, fold_results
+from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
+from fak_core.ledger import MemoryLedger, TaintLedger
+from fak_core.policy import Policy, default_policy
+from fak_core.preflight import Ladder, Rung
+from fak_core.provenance import Source, SourceRegistry
+from fak_core.reasons import Disposition, Reason, ReasonRegistry
+from fak_core.schemas import SchemaRegistry
+from fak_core.sinks import SinkGate
+from fak_core.taint import Taint
+from fak_core.verdicts import (
+    EXTENSION_KIND_MIN,
+    KindRegistry,
+    Verdict,
+    VerdictKind,
+    frozen_meta,
+)
+from fak_core.view import CallView
+
+__all__ = ["PREFLIGHT_RANK", "FLOOR_RANK", "SINK_GATE_RANK", "SCREEN_RANK", "Kernel", "Tool"]
+
+PREFLIGHT_RANK = 10
+SINK_GATE_RANK = 30
+FLOOR_RANK = 100
+SCREEN_RANK = 10
+
+Tool = Callable[[dict[str, Any]], Any]
+
+_ALLOW = VerdictKind.ALLOW
+_DENY = VerdictKind.DENY
+_TRANSFORM = VerdictKind.TRANSFORM
+_QUARANTINE = VerdictKind.QUARANTINE
+_WITNESS = VerdictKind.REQUIRE_WITNESS
+
+
+class Kernel:
+    """A tool-call adjudication kernel. Two kernels in one process share nothing."""
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        ledger: TaintLedger | None = None,
+        builtin_chain: bool = True,
+        require_schema: bool = False,
+        max_args_bytes: int = DEFAULT_MAX_ARGS_BYTES,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_negatives: int = 8192,
+        held_limit: int = 8192,
+    ) -> None:
+        self.kinds = KindRegistry()
+        self.reasons = ReasonRegistry()
+        self.schemas = SchemaRegistry()
+        self.sources = SourceRegistry()
+        self.ledger: TaintLedger = ledger if ledger is not None else MemoryLedger()
+        self.held = HeldStore(held_limit)
+        self.counters = Counters()
+        self.max_args_bytes = max_args_bytes
+        self.max_depth = max_depth
+        self._lock = threading.RLock()
+        self._seq = itertools.count(1)
+        self._tools: dict[str, Tool] = {}
+        self._adjudicators: list[Registration] = []
+        self._admitters: list[Registration] = []
+        self._witnesses: list[tuple[str, WitnessResolver]] = []
+        self._subscribers: tuple[Subscriber, ...] = ()
+        self._chains: dict[str, tuple[Adjudicator, ...]] = {}
+        self._default_chain: tuple[Adjudicator, ...] = ()
+        self._result_chains: dict[str, tuple[ResultAdmitter, ...]] = {}
+        self._default_result_chain: tuple[ResultAdmitter, ...] = ()
+        self.policy = policy if policy is not None else default_policy()
+        self.ladder = Ladder(
+            self.schemas,
+            require_schema=require_schema,
+            max_negatives=max_negatives,
+            reasons=self.reasons,
+        )
+        self.sink_gate = SinkGate(self.ledger, self.policy)
+        self.floor = CapabilityFloor(self.policy, self.reasons)
+        self.screen = ResultScreen(self.policy.secret_patterns)
+        if builtin_chain:
+            self.add_adjudicator(self.ladder, PREFLIGHT_RANK, name="preflight")
+            self.add_adjudicator(self.sink_gate, SINK_GATE_RANK, name="ifc-sink")
+            self.add_adjudicator(self.floor, FLOOR_RANK, name="floor")
+            self.add_admitter(self.screen, SCREEN_RANK, name="result-screen")
+        self._apply_policy_tables(self.policy)
+
+    # ------------------------------------------------------------------ configuration
+    def set_policy(self, policy: Policy) -> None:
+        """Swap the policy the floor, sink gate, screen, sources and schemas use."""
+        with self._lock:
+            self.floor.set_policy(policy)
+            self.sink_gate.set_policy(policy)
+            self.screen.set_patterns(policy.secret_patterns)
+            self.policy = policy
+            self._apply_policy_tables(policy)
+
+    def _apply_policy_tables(self, policy: Policy) -> None:
+        for tool, src in policy.sources.items():
+            self.sources.register(tool, src)
+        for tool, schema in policy.schemas.items():
+            self.schemas.register(tool, schema)
+
+    def register_schema(self, tool: str, schema: Mapping[str, Any] | bool) -> None:
+        """Set the tool's rung-1 schema (checked and compiled now; an invalid one raises)."""
+        self.schemas.register(tool, schema)
+
+    def register_tool(
+        self,
+        name: str,
+        fn: Tool,
+        *,
+        schema: Mapping[str, Any] | bool | None = None,
+        source: Source | str = Source.UNTRUSTED,
+    ) -> None:
+        """Make ``fn(args: dict)`` runnable by :meth:`syscall` under ``name``."""
+        if not callable(fn):
+            raise TypeError(f"tool {name!r} must be callable")
+        if schema is not None:
+            self.schemas.register(name, schema)
+        self.sources.register(name, source)
+        self._tools[name] = fn
+
+    def tools(self) -> list[str]:
+        return sorted(self._tools)
+
+    def add_rung(self, rung: Rung) -> None:
+        self.ladder.add_rung(rung)
+
+    def add_adjudicator(
+        self,
+        adjudicator: Adjudicator | Callable[[CallView], Verdict],
+        rank: int,
+        *,
+        tools: Iterable[str] | None = None,
+        name: str = "",
+    ) -> None:
+        """Add to the pre-call chain; lower ranks run first; ``tools`` scopes it."""
+        reg = Registration(rank, as_adjudicator(adjudicator), Registration.scope(tools), name)
+        with self._lock:
+            self._adjudicators.append(reg)
+            self._adjudicators.sort(key=lambda r: r.rank)
+            self._default_chain, self._chains = self._build(self._adjudicators)
+
+    def add_admitter(
+        self,
+        admitter: ResultAdmitter | Callable[[ToolCall, Result], Verdict],
+        rank: int,
+        *,
+        tools: Iterable[str] | None = None,
+        name: str = "",
+    ) -> None:
+        """Add to the result-side chain; ``tools`` scopes it."""
+        reg = Registration(rank, as_admitter(admitter), Registration.scope(tools), name)
+        with self._lock:
+            self._admitters.append(reg)
+            self._admitters.sort(key=lambda r: r.rank)
+            self._default_result_chain, self._result_chains = self._build(self._admitters)
+
+    def add_witness_resolver(self, resolver_id: str, resolver: WitnessResolver) -> None:
+        """Resolvers are consulted in id order; the first CONFIRMED allows."""
+        with self._lock:
+            self._witnesses.append((resolver_id, resolver))
+            self._witnesses.sort(key=lambda t: t[0])
+
+    def register_kind(
+        self, code: int, name: str, rank: int, fallback: VerdictKind = VerdictKind.DENY
+    ) -> int:
+        return self.kinds.register(code, name, rank, fallback)
+
+    def register_reason(
+        self, code: int, name: str, disposition: Disposition = Disposition.TERMINAL
+    ) -> int:
+        return self.reasons.register(code, name, disposition)
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Receive every :class:`Event`; returns a function that unsubscribes."""
+        with self._lock:
+            self._subscribers = (*self._subscribers, subscriber)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subscribers = tuple(s for s in self._subscribers if s is not subscriber)
+
+        return unsubscribe
+
+    @staticmethod
+    def _build(regs: list[Registration]) -> tuple[tuple[Any, ...], dict[str, tuple[Any, ...]]]:
+        default = tuple(r.impl for r in regs if r.tools is None)
+        scoped_tools = set().union(*(r.tools for r in regs if r.tools is not None))
+        chains = {
+            t: tuple(r.impl for r in regs if r.tools is None or t in r.tools) for t in scoped_tools
+        }
+        return default, chains
+
+    def chain_for(self, tool: str) -> tuple[Adjudicator, ...]:
+        """The adjudicators folded for ``tool``, in rank order."""
+        return self._chains.get(tool, self._default_chain)
+
+    # ------------------------------------------------------------------ decisions
+    def _emit(
+        self,
+        kind: EventKind,
+        call: ToolCall,
+        verdict: Verdict | None = None,
+        result: Result | None = None,
+        elapsed_ns: int = 0,
+    ) -> None:
+        event = Event(kind, call, verdict, result, elapsed_ns)
+        for sub in self._subscribers:
+            try:
+                sub(event)
+            except Exception:
+                self.counters.subscriber_errors += 1
+
+    def view(self, call: ToolCall) -> CallView:
+        return CallView(call, self.max_args_bytes, self.max_depth)
+
+    def decide(self, call: ToolCall) -> Verdict:
+        """Fold the chain over ``call``; the raw verdict (REQUIRE_WITNESS unresolved)."""
+        start = time.perf_counter_ns()
+        v = fold(self._chains.get(call.tool, self._default_chain), self.view(call), self.kinds)
+        elapsed = time.perf_counter_ns() - start
+        c = self.counters
+        c.decisions += 1
+        c.decide_ns += elapsed
+        if v.kind == _DENY:
+            c.denies += 1
+        if self._subscribers:
+            self._emit(EventKind.DECIDE, call, v, elapsed_ns=elapsed)
+            if v.kind == _DENY:
+                self._emit(EventKind.DENY, call, v)
+        return v
+
+    def resolve_witness(self, call: ToolCall, verdict: Verdict) -> Verdict:
+        """Turn REQUIRE_WITNESS into ALLOW (a resolver confirmed) or DENY (none did)."""
+        claim = verdict.claim
+        refuted = False
+        for rid, resolver in tuple(self._witnesses):
+            try:
+                outcome = resolver.resolve(call, claim)
+            except Exception:
+                outcome = WitnessOutcome.ABSTAIN
+            if outcome == WitnessOutcome.CONFIRMED:
+                return Verdict.allow(
+                    "witness", meta={"witness": "confirmed", "resolver": rid, "claim": claim}
+                )
+            if outcome == WitnessOutcome.REFUTED:
+                refuted = True
+        if refuted:
+            return Verdict.deny(
+                Reason.TRUST_VIOLATION, "witness", meta={"witness": "refuted", "claim": claim}
+            )
+        return Verdict.deny(
+            Reason.UNWITNESSED, "witness", meta={"witness": "unwitnessed", "claim": claim}
+        )
+
+    def deny_result(self, verdict: Verdict) -> Result:
+        """A refusal as a value: status ERROR, the verdict's reason, disposition and ``by``."""
+        reason = verdict.reason if verdict.reason != Reason.NONE else Reason.DEFAULT_DENY
+        disposition = self.reasons.disposition(reason)
+        meta = {
+            "verdict": "deny",
+            "kind": self.kinds.name(verdict.kind),
+            "reason": self.reasons.name(reason),
+            "disposition": disposition.value,
+            "by": verdict.by,
+        }
+        if verdict.claim:
+            meta["claim"] = verdict.claim
+        if disposition is Disposition.WAIT:
+            for key in ("retry_after", "retry_after_ms"):
+                if key in verdict.meta:
+                    meta[key] = verdict.meta[key]
+        return Result(Status.ERROR, "", frozen_meta(meta))
+
+    def syscall(self, call: ToolCall) -> tuple[Result, Verdict]:
+        """Decide, then run the tool only if allowed, then admit its result."""
+        if call.seq == 0:
+            call = call.with_seq(next(self._seq))
+        self.counters.submits += 1
+        if self._subscribers:
+            self._emit(EventKind.SUBMIT, call)
+        verdict = self.decide(call)
+        kind = verdict.kind
+        if kind == _WITNESS:
+            verdict = self.resolve_witness(call, verdict)
+            kind = verdict.kind
+            if kind == _DENY:
+                self.counters.denies += 1
+                if self._subscribers:
+                    self._emit(EventKind.DENY, call, verdict)
+        elif kind >= EXTENSION_KIND_MIN and self.kinds.fallback(kind) == _ALLOW:
+            kind = _ALLOW  # a registered extension kind that declared ALLOW as its fallback
+        if kind == _TRANSFORM:
+            self.counters.transforms += 1
+            call = call.with_args(verdict.repaired_args or "{}")
+        elif kind != _ALLOW:
+            if verdict.kind != _DENY:  # held: QUARANTINE, DEFER, INDETERMINATE, unknown kinds
+                self.counters.denies += 1
+                if self._subscribers:
+                    self._emit(EventKind.DENY, call, verdict)
+            return self.deny_result(verdict), verdict
+        fn = self._tools.get(call.tool)
+        if fn is None:
+            unknown = Verdict.deny(
+                Reason.UNKNOWN_TOOL, "kernel", claim=f"no tool named {call.tool!r} is registered"
+            )
+            return self.deny_result(unknown), unknown
+        result = self._run(call, fn)
+        admitted, _ = self.admit(call, result)
+        return admitted, verdict
+
+    def _run(self, call: ToolCall, fn: Tool) -> Result:
+        self.counters.dispatches += 1
+        if self._subscribers:
+            self._emit(EventKind.DISPATCH, call)
+        start = time.perf_counter_ns()
+        args = self.view(call).args() or {}
+        try:
+            out = fn(args)
+        except Exception as exc:
+            self.counters.tool_errors += 1
+            msg = f"tool {call.tool!r} raised {type(exc).__name__}: {exc}"[:512]
+            result = Result(Status.ERROR, "", frozen_meta({"error": msg}))
+        else:
+            result = Result(Status.OK, _payload(out), taint=Taint.TRUSTED)
+        if self._subscribers:
+            self._emit(
+                EventKind.COMPLETE, call, result=result, elapsed_ns=time.perf_counter_ns() - start
+            )
+        return result
+
+    def admit(self, call: ToolCall, result: Result | None) -> tuple[Result, Verdict]:
+        """Run the result-side chain, apply its verdict, raise the trace's taint mark."""
+        if result is None:
+            result = Result(Status.OK, "")
+        chain = self._result_chains.get(call.tool, self._default_result_chain)
+        v = fold_results(chain, call, result, self.kinds)
+        kind = v.kind
+        if kind == _WITNESS:
+            v = self.resolve_witness(call, v)
+            kind = v.kind
+        if kind == _DENY:
+            self.counters.result_denies += 1
+            denied = self.deny_result(v)
+            denied = denied._replace(meta=frozen_meta({**denied.meta, "admit": "denied"}))
+            self.ledger.raise_to(call.trace_id, Taint.QUARANTINED)
+            if self._subscribers:
+                self._emit(EventKind.RESULT_DENY, call, v, denied)
+            return denied, v
+        quarantined = kind != _ALLOW and kind != _TRANSFORM
+        if quarantined:
+            self.counters.quarantines += 1
+            payload = result.payload
+            qid = self.held.hold(payload)
+            reason = self.reasons.name(v.reason if v.reason else Reason.TRUST_VIOLATION)
+            meta = {**result.meta, "admit": "quarantined", "quarantine_id": qid, "reason": reason}
+            result = Result(
+                result.status,
+                quarantine_stub(qid, reason, len(payload)),
+                frozen_meta(meta),
+                Taint.QUARANTINED,
+            )
+            if kind != _QUARANTINE:  # an INDETERMINATE or unknown opinion is held the same way
+                v = Verdict.quarantine(v.reason or Reason.TRUST_VIOLATION, v.by, meta=v.meta)
+        elif kind == _TRANSFORM:
+            new_payload = v.repaired_args or ""
+            ref = v.meta.get("paged")
+            if ref:
+                self.held.hold(result.payload, ref)
+            result = result._replace(
+                payload=new_payload, meta=frozen_meta({**result.meta, "admit": "transformed"})
+            )
+            self.counters.admitted += 1
+        else:
+            self.counters.admitted += 1
+        taint = self.sources.result_taint(call, result, quarantined)
+        self.ledger.raise_to(call.trace_id, taint)
+        if self._subscribers:
+            self._emit(EventKind.QUARANTINE if quarantined else EventKind.ADMIT, call, v, result)
+        return (result._replace(taint=taint) if result.taint != taint else result), v
+
+    # ------------------------------------------------------------------ sessions
+    def taint(self, trace_id: str) -> Taint:
+        return self.ledger.level(trace_id)
+
+    def reset_trace(self, trace_id: str) -> None:
+        self.ledger.reset(trace_id)
+
+
+def _payload(out: Any) -> str:
+    if isinstance(out, str):
+        return out
+    if isinstance(out, bytes):
+        return out.decode("utf-8", "replace")
+    try:
+        return orjson.dumps(out).decode("utf-8")
+    except TypeError:
+        return str(out)

@@ -1,0 +1,345 @@
+"""The policy file ``fak-policy/v1`` (JSON or TOML): load strictly, dump faithfully.
+
+Unknown keys and unknown reason names are refused with an error that names the key and
+lists the valid ones. ``load_policy(dump_policy(p)) == p`` for every policy. An empty
+document is the fail-closed empty floor: every call is DEFAULT_DENY.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fak_core.reasons import Reason, ReasonRegistry
+from fak_core.schemas import InvalidSchemaError, compile_schema
+
+__all__ = [
+    "POLICY_VERSION",
+    "ArgRule",
+    "AuthorizeRule",
+    "Policy",
+    "PolicyError",
+    "default_policy",
+    "dump_policy",
+    "load_policy",
+    "parse_policy",
+    "policy_digest",
+]
+
+POLICY_VERSION = "fak-policy/v1"
+POSTURES = ("fail_closed", "admit_and_log")
+SINK_NAMES = ("EGRESS", "EXEC", "DESTRUCTIVE")
+SOURCE_NAMES = ("trusted_local", "untrusted")
+
+
+class PolicyError(ValueError):
+    """A policy document that cannot be used; the message names the key and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArgRule:
+    """A per-argument rule: exactly one of ``allow_glob``, ``deny_regex``, ``max_bytes``."""
+
+    tool: str
+    arg: str
+    allow_glob: str | None = None
+    deny_regex: str | None = None
+    max_bytes: int | None = None
+    reason: str = "POLICY_BLOCK"
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizeRule:
+    """Lets ``tool`` reach ``sink`` even on a tainted session (an explicit, audited escape)."""
+
+    tool: str
+    sink: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A capability floor and the IFC settings that go with it. Treat as read-only."""
+
+    version: str = POLICY_VERSION
+    posture: str = "fail_closed"
+    allow: tuple[str, ...] = ()
+    allow_prefix: tuple[str, ...] = ()
+    deny: dict[str, str] = field(default_factory=dict)
+    self_modify_globs: tuple[str, ...] = ()
+    redact_fields: tuple[str, ...] = ()
+    secret_patterns: tuple[str, ...] = ()
+    safe_sinks: tuple[str, ...] = ("transfer_to_human", "transfer_to_human_agents")
+    gated_sinks: tuple[str, ...] = ("EGRESS", "DESTRUCTIVE")
+    authorize: tuple[AuthorizeRule, ...] = ()
+    sources: dict[str, str] = field(default_factory=dict)
+    arg_rules: tuple[ArgRule, ...] = ()
+    deny_hosts: tuple[str, ...] = ()
+    schemas: dict[str, Any] = field(default_factory=dict)
+
+
+_KEYS = tuple(f.name for f in fields(Policy))
+_ARG_RULE_KEYS = ("tool", "arg", "allow_glob", "deny_regex", "max_bytes", "reason")
+
+
+def _fail(key: str, problem: str) -> PolicyError:
+    return PolicyError(f"policy key {key!r}: {problem}")
+
+
+def _str_list(doc: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = doc.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _fail(key, "expected a list of non-empty strings")
+    return tuple(value)
+
+
+def _str_map(doc: Mapping[str, Any], key: str) -> dict[str, str]:
+    value = doc.get(key, {})
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()
+    ):
+        raise _fail(key, "expected a table of tool name -> string")
+    return dict(value)
+
+
+def _reason(reasons: ReasonRegistry, key: str, name: str) -> str:
+    try:
+        code = reasons.code(name)
+    except KeyError as exc:
+        raise _fail(key, str(exc.args[0])) from None
+    if code == Reason.NONE:
+        raise _fail(key, f"NONE is not a refusal reason; valid: {', '.join(reasons.names())}")
+    return name
+
+
+def _regex(key: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise _fail(key, f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
+    """Validate a decoded policy document and build the :class:`Policy`."""
+    reasons = reasons if reasons is not None else ReasonRegistry()
+    if not isinstance(doc, dict):
+        raise PolicyError(f"a policy must be a JSON object / TOML table, not {type(doc).__name__}")
+    unknown = sorted(set(doc) - set(_KEYS))
+    if unknown:
+        raise PolicyError(f"unknown policy key {unknown[0]!r}; valid keys: {', '.join(_KEYS)}")
+    version = doc.get("version", POLICY_VERSION)
+    if not isinstance(version, str) or not version.startswith(POLICY_VERSION):
+        raise _fail(
+            "version", f"expected {POLICY_VERSION!r} (this kernel reads v1), got {version!r}"
+        )
+    posture = doc.get("posture", "fail_closed")
+    if posture not in POSTURES:
+        raise _fail("posture", f"expected one of {', '.join(POSTURES)}, got {posture!r}")
+
+    deny = _str_map(doc, "deny")
+    for tool, name in deny.items():
+        _reason(reasons, f"deny.{tool}", name)
+
+    secret_patterns = _str_list(doc, "secret_patterns")
+    for p in secret_patterns:
+        _regex("secret_patterns", p)
+
+    gated = _str_list(doc, "gated_sinks") if "gated_sinks" in doc else Policy.gated_sinks
+    for s in gated:
+        if s not in SINK_NAMES:
+            raise _fail("gated_sinks", f"unknown sink {s!r}; valid sinks: {', '.join(SINK_NAMES)}")
+
+    authorize: list[AuthorizeRule] = []
+    raw_auth = doc.get("authorize", [])
+    if not isinstance(raw_auth, list):
+        raise _fail("authorize", "expected a list of {tool, sink} tables")
+    for i, rule in enumerate(raw_auth):
+        k = f"authorize[{i}]"
+        if not isinstance(rule, dict) or set(rule) != {"tool", "sink"}:
+            raise _fail(k, "expected exactly the keys tool and sink")
+        if not isinstance(rule["tool"], str) or not rule["tool"]:
+            raise _fail(k + ".tool", "expected a tool name")
+        if rule["sink"] not in SINK_NAMES:
+            raise _fail(
+                k + ".sink", f"unknown sink {rule['sink']!r}; valid: {', '.join(SINK_NAMES)}"
+            )
+        authorize.append(AuthorizeRule(rule["tool"], rule["sink"]))
+
+    sources = _str_map(doc, "sources")
+    for tool, src in sources.items():
+        if src not in SOURCE_NAMES:
+            raise _fail(
+                f"sources.{tool}", f"expected one of {', '.join(SOURCE_NAMES)}, got {src!r}"
+            )
+
+    rules: list[ArgRule] = []
+    raw_rules = doc.get("arg_rules", [])
+    if not isinstance(raw_rules, list):
+        raise _fail("arg_rules", "expected a list of rule tables")
+    for i, rule in enumerate(raw_rules):
+        k = f"arg_rules[{i}]"
+        if not isinstance(rule, dict):
+            raise _fail(k, "expected a table with tool, arg and one check")
+        bad = sorted(set(rule) - set(_ARG_RULE_KEYS))
+        if bad:
+            raise _fail(f"{k}.{bad[0]}", f"unknown key; valid keys: {', '.join(_ARG_RULE_KEYS)}")
+        for req in ("tool", "arg"):
+            if not isinstance(rule.get(req), str) or not rule[req]:
+                raise _fail(f"{k}.{req}", "required, a non-empty string")
+        checks = [c for c in ("allow_glob", "deny_regex", "max_bytes") if c in rule]
+        if len(checks) != 1:
+            raise _fail(k, "needs exactly one of allow_glob, deny_regex, max_bytes")
+        check = checks[0]
+        value = rule[check]
+        if check == "max_bytes":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise _fail(f"{k}.max_bytes", "expected a non-negative integer")
+        else:
+            if not isinstance(value, str) or not value:
+                raise _fail(f"{k}.{check}", "expected a non-empty string")
+            if check == "deny_regex":
+                _regex(f"{k}.deny_regex", value)
+        reason = rule.get("reason", "POLICY_BLOCK")
+        if not isinstance(reason, str):
+            raise _fail(f"{k}.reason", "expected a reason name")
+        _reason(reasons, f"{k}.reason", reason)
+        rules.append(ArgRule(rule["tool"], rule["arg"], **{check: value}, reason=reason))
+
+    schemas = doc.get("schemas", {})
+    if not isinstance(schemas, dict):
+        raise _fail("schemas", "expected a table of tool name -> JSON Schema")
+    for tool, schema in schemas.items():
+        try:
+            compile_schema(schema, tool)
+        except InvalidSchemaError as exc:
+            raise _fail(f"schemas.{tool}", str(exc)) from None
+
+    safe = _str_list(doc, "safe_sinks") if "safe_sinks" in doc else Policy.safe_sinks
+    return Policy(
+        version=version,
+        posture=posture,
+        allow=_str_list(doc, "allow"),
+        allow_prefix=_str_list(doc, "allow_prefix"),
+        deny=deny,
+        self_modify_globs=_str_list(doc, "self_modify_globs"),
+        redact_fields=_str_list(doc, "redact_fields"),
+        secret_patterns=secret_patterns,
+        safe_sinks=safe,
+        gated_sinks=gated,
+        authorize=tuple(authorize),
+        sources=sources,
+        arg_rules=tuple(rules),
+        deny_hosts=_str_list(doc, "deny_hosts"),
+        schemas=json.loads(json.dumps(schemas)),
+    )
+
+
+def policy_to_dict(policy: Policy) -> dict[str, Any]:
+    """The policy as a plain document with every key (the dump format)."""
+    return {
+        "version": policy.version,
+        "posture": policy.posture,
+        "allow": list(policy.allow),
+        "allow_prefix": list(policy.allow_prefix),
+        "deny": dict(policy.deny),
+        "self_modify_globs": list(policy.self_modify_globs),
+        "redact_fields": list(policy.redact_fields),
+        "secret_patterns": list(policy.secret_patterns),
+        "safe_sinks": list(policy.safe_sinks),
+        "gated_sinks": list(policy.gated_sinks),
+        "authorize": [{"tool": r.tool, "sink": r.sink} for r in policy.authorize],
+        "sources": dict(policy.sources),
+        "arg_rules": [
+            {
+                k: v
+                for k, v in (
+                    ("tool", r.tool),
+                    ("arg", r.arg),
+                    ("allow_glob", r.allow_glob),
+                    ("deny_regex", r.deny_regex),
+                    ("max_bytes", r.max_bytes),
+                    ("reason", r.reason),
+                )
+                if v is not None
+            }
+            for r in policy.arg_rules
+        ],
+        "deny_hosts": list(policy.deny_hosts),
+        "schemas": json.loads(json.dumps(policy.schemas)),
+    }
+
+
+def dump_policy(policy: Policy, fmt: str = "json") -> str:
+    """Serialise a policy as ``json`` or ``toml``; loading the text gives the same policy."""
+    doc = policy_to_dict(policy)
+    if fmt == "json":
+        return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if fmt == "toml":
+        import tomli_w
+
+        try:
+            return tomli_w.dumps(doc)
+        except (TypeError, ValueError) as exc:
+            raise PolicyError(
+                f"this policy cannot be written as TOML ({exc}); write it as JSON"
+            ) from None
+    raise ValueError(f"unknown policy format {fmt!r}: use 'json' or 'toml'")
+
+
+def _decode(text: str, fmt: str, origin: str) -> Any:
+    if fmt == "toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise PolicyError(f"{origin}: not valid TOML: {exc}") from None
+    try:
+        return json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise PolicyError(
+            f"{origin}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def load_policy(
+    source: str | Path, fmt: str | None = None, reasons: ReasonRegistry | None = None
+) -> Policy:
+    """Load a policy from a path (format from its suffix) or from text (``fmt`` required)."""
+    if isinstance(source, Path) or (fmt is None and not source.lstrip().startswith(("{", "["))):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise PolicyError(f"policy file {path} is not UTF-8 text") from None
+        fmt = fmt or ("toml" if path.suffix.lower() == ".toml" else "json")
+        origin = str(path)
+    else:
+        text, fmt, origin = source, fmt or "json", "policy"
+    if fmt not in ("json", "toml"):
+        raise ValueError(f"unknown policy format {fmt!r}: use 'json' or 'toml'")
+    try:
+        return parse_policy(_decode(text, fmt, origin), reasons)
+    except PolicyError as exc:
+        if str(exc).startswith(origin):
+            raise
+        raise PolicyError(f"{origin}: {exc}") from None
+
+
+def default_policy() -> Policy:
+    """The policy that ships with the package (``fak_core/default_policy.json``)."""
+    text = resources.files("fak_core").joinpath("default_policy.json").read_text("utf-8")
+    return load_policy(text, "json")
+
+
+def policy_digest(policy: Policy) -> str:
+    """``sha256:<hex>`` of the policy's canonical JSON dump."""
+    doc = policy_to_dict(policy)
+    data = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(data.encode("utf-8")).hexdigest()

@@ -1,0 +1,98 @@
+"""Per-tool JSON Schemas: checked when registered, compiled once, validated on the hot path.
+
+A schema is checked against its metaschema with ``jsonschema`` (Draft 2020-12 unless the
+schema names another draft), so an invalid schema is an error at registration, never at
+call time. It is then compiled with ``jsonschema-rs``, the fast validator rung 1 uses.
+Formats are annotations (the 2020-12 default) in both; remote ``$ref`` is never fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+import jsonschema_rs
+from jsonschema.exceptions import SchemaError
+
+__all__ = ["CompiledSchema", "InvalidSchemaError", "SchemaRegistry", "compile_schema"]
+
+
+class InvalidSchemaError(ValueError):
+    """A tool schema that is not a valid JSON Schema; the message says where and why."""
+
+
+class CompiledSchema:
+    """One tool's schema: the source document and its compiled fast validator."""
+
+    __slots__ = ("_fast", "is_valid", "schema")
+
+    def __init__(self, schema: Mapping[str, Any] | bool, fast: Any) -> None:
+        self.schema = schema
+        self._fast = fast
+        self.is_valid = fast.is_valid
+
+    def first_error(self, instance: Any) -> str:
+        """A short, fixable description of the first violation: JSON path and keyword."""
+        for err in self._fast.iter_errors(instance):
+            path = "$" + "".join(
+                f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.instance_path
+            )
+            keyword = err.schema_path[-1] if err.schema_path else "schema"
+            return f"{path}: {keyword}: {err.message}"
+        return "$: schema: instance is not valid"
+
+
+def compile_schema(schema: Mapping[str, Any] | bool, tool: str = "") -> CompiledSchema:
+    """Check ``schema`` against its metaschema and compile it; raise a clear error if invalid."""
+    label = f"schema for tool {tool!r}" if tool else "schema"
+    if not isinstance(schema, (Mapping, bool)):
+        raise InvalidSchemaError(
+            f"{label} must be a JSON object or a boolean, not {type(schema).__name__}"
+        )
+    doc: Any = dict(schema) if isinstance(schema, Mapping) else schema
+    cls = jsonschema.validators.validator_for(doc, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(doc)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise InvalidSchemaError(f"{label} is invalid at {where}: {exc.message}") from None
+    try:
+        if isinstance(doc, dict) and "$schema" in doc:
+            fast = jsonschema_rs.validator_for(doc, validate_formats=False)
+        else:
+            fast = jsonschema_rs.Draft202012Validator(doc, validate_formats=False)
+    except (ValueError, jsonschema_rs.ReferencingError) as exc:
+        raise InvalidSchemaError(f"{label} cannot be compiled: {exc}") from None
+    return CompiledSchema(doc, fast)
+
+
+class SchemaRegistry:
+    """Tool name → compiled schema. Owned by one kernel."""
+
+    __slots__ = ("_schemas",)
+
+    def __init__(self) -> None:
+        self._schemas: dict[str, CompiledSchema] = {}
+
+    def register(self, tool: str, schema: Mapping[str, Any] | bool) -> CompiledSchema:
+        if not tool:
+            raise ValueError("a schema needs a tool name")
+        compiled = compile_schema(schema, tool)
+        self._schemas[tool] = compiled
+        return compiled
+
+    def remove(self, tool: str) -> None:
+        self._schemas.pop(tool, None)
+
+    def get(self, tool: str) -> CompiledSchema | None:
+        return self._schemas.get(tool)
+
+    def tools(self) -> list[str]:
+        return sorted(self._schemas)
+
+    def __contains__(self, tool: object) -> bool:
+        return tool in self._schemas
+
+    def __len__(self) -> int:
+        return len(self._schemas)

@@ -1,0 +1,147 @@
+"""Sink classification and the sink gate: tainted sessions cannot reach gated sinks.
+
+A call is an EXEC, DESTRUCTIVE or EGRESS sink by its name, or EGRESS by an external
+destination anywhere in its arguments (a URL, an e-mail address, a dotted host name, an
+IPv4 address). The gate denies a gated sink on a tainted or quarantined trace with
+DENY/TRUST_VIOLATION and a claim naming the sink and the flow, unless the policy
+authorises that tool for that sink. It only ever denies or defers; allowing is the floor's job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
+
+from fak_core.ledger import TaintLedger
+from fak_core.policy import Policy
+from fak_core.reasons import Reason
+from fak_core.taint import Taint
+from fak_core.verdicts import Verdict
+from fak_core.view import CallView
+
+__all__ = ["Sink", "SinkGate", "classify", "external_destinations", "looks_external"]
+
+BY = "ifc-sink"
+_NO_OPINION = Verdict.defer(BY)
+_AUTHORIZED = Verdict.defer(BY + "(authorized)")
+
+
+class Sink(StrEnum):
+    NONE = "NONE"
+    EXEC = "EXEC"
+    DESTRUCTIVE = "DESTRUCTIVE"
+    EGRESS = "EGRESS"
+
+
+_EXEC = re.compile(r"exec|shell|bash|eval|run_command|spawn|system|subprocess")
+_DESTRUCTIVE = re.compile(r"delete|remove|rm_|drop|truncate|destroy|purge|wipe")
+_EGRESS = re.compile(
+    r"send|email|mail|http|post|fetch|upload|webhook|publish|exfil|tweet|slack|notify|"
+    r"forward|sms|request|curl|wget"
+)
+_DEST_KEYS = frozenset(
+    {
+        "url",
+        "uri",
+        "endpoint",
+        "to",
+        "cc",
+        "bcc",
+        "recipient",
+        "recipients",
+        "dest",
+        "destination",
+        "address",
+        "webhook",
+        "callback",
+        "host",
+        "server",
+    }
+)
+_URL = re.compile(r"^[a-z][a-z0-9+.\-]*://\S+$", re.I)
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_HOST = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,63}\.?(?::\d+)?(?:/\S*)?$", re.I)
+_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\S*)?$")
+
+
+def looks_external(value: str, keyed: bool) -> bool:
+    """Whether a string names somewhere outside the process.
+
+    Under a destination key (``keyed``) anything but a bare word counts; elsewhere the
+    whole value must be a URL, an e-mail address, a dotted host or an IPv4 address.
+    """
+    v = value.strip()
+    if not v:
+        return False
+    if keyed:
+        return not v.replace("_", "").replace("-", "").isalnum() or v.isdigit()
+    if " " in v or "\n" in v or not ("." in v or "@" in v or ":" in v):
+        return False
+    return bool(
+        _URL.match(v)
+        or _EMAIL.match(v)
+        or _IPV4.match(v)
+        or "xn--" in v.lower()
+        or (_HOST.match(v) and not v.replace(".", "").isdigit())
+    )
+
+
+def external_destinations(args: Any, _key: str = "") -> Iterable[str]:
+    """Every string in ``args`` (at any depth) that names an external destination."""
+    if isinstance(args, str):
+        if looks_external(args, _key.lower() in _DEST_KEYS):
+            yield args
+    elif isinstance(args, dict):
+        for k, v in args.items():
+            yield from external_destinations(v, k)
+    elif isinstance(args, list):
+        for v in args:
+            yield from external_destinations(v, _key)
+
+
+def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
+    """EXEC, then DESTRUCTIVE by name; then EGRESS by destination or name; else NONE."""
+    name = tool.lower()
+    if _EXEC.search(name):
+        return Sink.EXEC
+    if _DESTRUCTIVE.search(name):
+        return Sink.DESTRUCTIVE
+    if args is not None and next(iter(external_destinations(args)), None) is not None:
+        return Sink.EGRESS
+    if _EGRESS.search(name) and tool not in safe_sinks:
+        return Sink.EGRESS
+    return Sink.NONE
+
+
+class SinkGate:
+    """The control-plane half of IFC: deny gated sinks on tainted traces."""
+
+    def __init__(self, ledger: TaintLedger, policy: Policy | None = None) -> None:
+        self.ledger = ledger
+        self.set_policy(policy if policy is not None else Policy())
+
+    def set_policy(self, policy: Policy) -> None:
+        self._safe = frozenset(policy.safe_sinks)
+        self._gated = frozenset(Sink(s) for s in policy.gated_sinks)
+        self._authorized = frozenset((r.tool, Sink(r.sink)) for r in policy.authorize)
+
+    def adjudicate(self, view: CallView) -> Verdict:
+        call = view.call
+        flow = self.ledger.level(call.trace_id)
+        if call.args_taint == Taint.QUARANTINED:
+            flow = Taint.QUARANTINED
+        if flow == Taint.TRUSTED:
+            return _NO_OPINION
+        sink = classify(call.tool, view.args(), self._safe)
+        if sink is Sink.NONE or sink not in self._gated:
+            return _NO_OPINION
+        if (call.tool, sink) in self._authorized:
+            return _AUTHORIZED
+        return Verdict.deny(
+            Reason.TRUST_VIOLATION,
+            BY,
+            claim=f"{sink.value} sink fed {flow.label} data",
+            meta={"ifc_sink": sink.value, "ifc_flow": flow.label},
+        )
