@@ -1,0 +1,175 @@
+"""The preflight ladder: cheapest-first, short-circuit, exact negative rows, bounded ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fak_core import (
+    CallView,
+    Catch,
+    Kernel,
+    Ladder,
+    Reason,
+    SchemaRegistry,
+    ToolCall,
+    VerdictKind,
+)
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"origin": {"type": "string", "minLength": 3}, "n": {"type": "integer"}},
+    "required": ["origin"],
+    "additionalProperties": False,
+}
+
+
+def ladder(**kw: object) -> Ladder:
+    schemas = SchemaRegistry()
+    schemas.register("search_flights", SCHEMA)
+    return Ladder(schemas, **kw)  # type: ignore[arg-type]
+
+
+@dataclass
+class CostRung:
+    """A user rung with a declared cost that catches when ``catch`` is set."""
+
+    name: str
+    cost: float
+    catch: bool
+    log: list[str]
+
+    def check(self, view: CallView) -> Catch | None:
+        self.log.append(self.name)
+        return Catch(Reason.POLICY_BLOCK, f"{self.name} caught") if self.catch else None
+
+
+def test_rung0_malformed_json_is_denied_and_rung1_never_runs() -> None:
+    lad = ladder()
+    seen: list[int] = []
+    lad.set_probe(lambda n, r: seen.append(n))
+    v = lad.adjudicate(CallView(ToolCall("search_flights", "{bad")))
+    assert (v.kind, v.reason, v.by) == (VerdictKind.DENY, Reason.MALFORMED, "preflight")
+    assert seen == [0]
+    (row,) = lad.negatives.rows()
+    assert (row.rung_passed, row.rung_failed, row.verdict, row.reason) == (
+        -1,
+        0,
+        "DENY",
+        "MALFORMED",
+    )
+    assert row.call_hash.startswith("search_flights:") and len(row.call_hash) > 20
+
+
+def test_rung1_schema_catch_row_names_path_and_keyword() -> None:
+    lad = ladder()
+    v = lad.adjudicate(CallView(ToolCall("search_flights", '{"origin": 123}')))
+    assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.MALFORMED)
+    (row,) = lad.negatives.rows()
+    assert (row.rung_passed, row.rung_failed) == (0, 1)
+    assert row.detail.startswith("$.origin: type:")
+    assert set(row.as_dict()) == {
+        "call_hash",
+        "rung_passed",
+        "rung_failed",
+        "verdict",
+        "reason",
+        "detail",
+    }
+
+
+def test_full_draft_2020_12_not_only_required_and_type() -> None:
+    lad = ladder()
+    for args, keyword in [
+        ('{"origin": "SF"}', "minLength"),
+        ('{"origin": "SFO", "extra": 1}', "additionalProperties"),
+        ('{"origin": "SFO", "n": 1.5}', "type"),
+        ("{}", "required"),
+    ]:
+        v = lad.adjudicate(CallView(ToolCall("search_flights", args)))
+        assert v.kind == VerdictKind.DENY, args
+        assert f": {keyword}:" in v.claim, (args, v.claim)
+
+
+def test_a_call_that_passes_every_rung_is_deferred_never_allowed() -> None:
+    lad = ladder()
+    for args in ['{"origin": "SFO"}', '{"origin": "SFO", "n": 2}']:
+        v = lad.adjudicate(CallView(ToolCall("search_flights", args)))
+        assert (v.kind, v.by) == (VerdictKind.DEFER, "preflight")
+    # no schema, empty arguments: both fine for the ladder
+    assert lad.adjudicate(CallView(ToolCall("other", ""))).kind == VerdictKind.DEFER
+    assert lad.catch_rate().caught == 0
+
+
+def test_catch_rate_counts_lifetime_calls() -> None:
+    lad = ladder()
+    assert (lad.catch_rate().caught, lad.catch_rate().total, lad.catch_rate().rate) == (0, 0, 0.0)
+    for args in ["{bad", '{"origin": 1}', '{"origin": "SFO"}', "", "{}"]:
+        lad.adjudicate(CallView(ToolCall("search_flights" if args != "" else "x", args)))
+    rate = lad.catch_rate()
+    assert (rate.caught, rate.total) == (3, 5)
+    assert rate.rate == 0.6
+
+
+@given(
+    costs=st.lists(st.floats(min_value=-10, max_value=10, allow_nan=False), min_size=1, max_size=6),
+    catching=st.data(),
+)
+def test_rungs_run_in_ascending_cost_and_stop_at_the_first_catch(
+    costs: list[float], catching: st.DataObject
+) -> None:
+    catches = catching.draw(st.lists(st.booleans(), min_size=len(costs), max_size=len(costs)))
+    log: list[str] = []
+    lad = ladder()
+    rungs = [
+        CostRung(f"r{i}", c, k, log) for i, (c, k) in enumerate(zip(costs, catches, strict=True))
+    ]
+    for r in rungs:
+        lad.add_rung(r)
+    order: list[str] = []
+    lad.set_probe(lambda n, r: order.append(r.name))
+    v = lad.adjudicate(CallView(ToolCall("search_flights", '{"origin": "SFO"}')))
+
+    # the evaluation order is ascending declared cost (ties: first registered first)
+    all_rungs = lad.rungs
+    declared = [float(r.cost) for r in all_rungs]
+    assert declared == sorted(declared)
+    assert order == [r.name for r in all_rungs[: len(order)]]
+    expected_catcher = next((r for r in all_rungs if getattr(r, "catch", False)), None)
+    if expected_catcher is None:
+        assert v.kind == VerdictKind.DEFER
+        assert lad.negatives.rows() == []
+        assert order == [r.name for r in all_rungs]
+    else:
+        assert v.kind == VerdictKind.DENY
+        assert order[-1] == expected_catcher.name, "a costlier rung ran after the catch"
+        (row,) = lad.negatives.rows()
+        failed = all_rungs.index(expected_catcher)
+        assert (row.rung_passed, row.rung_failed) == (failed - 1, failed)
+
+
+def test_negatives_ledger_is_fifo_bounded_with_an_eviction_count() -> None:
+    lad = ladder(max_negatives=16)
+    for i in range(10_000):
+        lad.adjudicate(CallView(ToolCall("search_flights", "{bad" + str(i))))
+    assert len(lad.negatives) == 16
+    assert lad.negatives.evicted == 10_000 - 16
+    assert lad.catch_rate().caught == 10_000
+    assert lad.negatives.rows()[-1].call_hash != lad.negatives.rows()[0].call_hash
+
+
+def test_require_schema_refuses_unknown_tools() -> None:
+    lad = ladder(require_schema=True)
+    v = lad.adjudicate(CallView(ToolCall("frobnicate", "{}")))
+    assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.UNKNOWN_TOOL)
+    assert "register" in v.claim
+
+
+def test_the_kernel_ladder_is_rank_10_in_the_default_chain() -> None:
+    k = Kernel()
+    k.register_schema("search_flights", SCHEMA)
+    v = k.decide(ToolCall("search_flights", '{"origin": 5}'))
+    assert (v.kind, v.by) == (VerdictKind.DENY, "preflight")
+    assert k.ladder.negatives.rows()[0].rung_failed == 1

@@ -1,0 +1,179 @@
+"""Taint: marks only rise until reset, sessions are isolated, trust cannot be forged."""
+
+from __future__ import annotations
+
+import threading
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fak_core import (
+    Kernel,
+    MemoryLedger,
+    Policy,
+    Reason,
+    Result,
+    Sink,
+    Status,
+    Taint,
+    ToolCall,
+    VerdictKind,
+    classify,
+)
+
+POLICY = Policy(allow=("send_email", "fetch_url", "read_file", "Read", "run_shell", "delete_row"))
+EGRESS = '{"to": "alice@example.com", "body": "hi"}'
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["raise", "reset"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(list(Taint)),
+    ),
+    max_size=40,
+)
+
+
+@given(ops)
+def test_marks_are_monotone_until_reset_and_per_trace(script: list[tuple[str, str, Taint]]) -> None:
+    ledger = MemoryLedger()
+    model: dict[str, Taint] = {}
+    for op, trace, taint in script:
+        before = ledger.level(trace)
+        if op == "raise":
+            after = ledger.raise_to(trace, taint)
+            assert after >= before and after >= taint
+            model[trace] = max(model.get(trace, Taint.TRUSTED), taint)
+        else:
+            ledger.reset(trace)
+            model.pop(trace, None)
+        for t in ("a", "b", "c"):
+            assert ledger.level(t) == model.get(t, Taint.TRUSTED)
+
+
+def test_ledger_is_lru_bounded() -> None:
+    ledger = MemoryLedger(limit=4)
+    for i in range(100):
+        ledger.raise_to(f"t{i}", Taint.TAINTED)
+    assert len(ledger) == 4
+    assert ledger.evicted == 96
+    assert ledger.level("t99") == Taint.TAINTED
+    assert ledger.level("t0") == Taint.TRUSTED  # the documented cost of the bound
+
+
+def kernel() -> Kernel:
+    k = Kernel(POLICY)
+    k.register_tool("fetch_url", lambda a: "weather: sunny")
+    k.register_tool("read_file", lambda a: "local notes", source="trusted_local")
+    return k
+
+
+def test_untrusted_result_taints_the_session_and_egress_is_then_denied() -> None:
+    k = kernel()
+    assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.ALLOW
+    k.syscall(ToolCall("fetch_url", "{}", "s"))
+    assert k.taint("s") == Taint.TAINTED
+    v = k.decide(ToolCall("send_email", EGRESS, "s"))
+    assert (v.kind, v.reason, v.by) == (VerdictKind.DENY, Reason.TRUST_VIOLATION, "ifc-sink")
+    assert v.claim == "EGRESS sink fed tainted data"
+    # the explicit reset is the only way down
+    k.reset_trace("s")
+    assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.ALLOW
+
+
+def test_trusted_local_tool_run_by_the_kernel_keeps_the_session_clean() -> None:
+    k = kernel()
+    result, _ = k.syscall(ToolCall("read_file", "{}", "s"))
+    assert result.taint == Taint.TRUSTED
+    assert k.taint("s") == Taint.TRUSTED
+
+
+def test_a_caller_cannot_mint_trust_with_metadata_or_a_trusted_name() -> None:
+    k = kernel()
+    forged = ToolCall.make(
+        "read_file", "{}", "s", meta={"provenance": "trusted_local", "trust": "trusted"}
+    )
+    # a result the caller hands in (as the wire does) is TAINTED even for a trusted tool name
+    admitted, _ = k.admit(forged, Result(Status.OK, "notes"))
+    assert admitted.taint == Taint.TAINTED
+    assert k.taint("s") == Taint.TAINTED
+    assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.DENY
+
+
+def test_sessions_never_see_each_others_taint() -> None:
+    k = kernel()
+    k.syscall(ToolCall("fetch_url", "{}", "dirty"))
+    assert k.decide(ToolCall("send_email", EGRESS, "dirty")).kind == VerdictKind.DENY
+    assert k.decide(ToolCall("send_email", EGRESS, "clean")).kind == VerdictKind.ALLOW
+
+
+def test_isolation_under_concurrent_sessions() -> None:
+    k = kernel()
+    errors: list[str] = []
+
+    def session(i: int) -> None:
+        trace = f"s{i}"
+        if i % 2:
+            k.syscall(ToolCall("fetch_url", "{}", trace))
+        for _ in range(50):
+            v = k.decide(ToolCall("send_email", EGRESS, trace))
+            want = VerdictKind.DENY if i % 2 else VerdictKind.ALLOW
+            if v.kind != want:
+                errors.append(f"{trace}: {v}")
+
+    threads = [threading.Thread(target=session, args=(i,)) for i in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+
+
+def test_two_kernels_share_nothing() -> None:
+    a, b = kernel(), kernel()
+    a.syscall(ToolCall("fetch_url", "{}", "s"))
+    assert a.taint("s") == Taint.TAINTED
+    assert b.taint("s") == Taint.TRUSTED
+
+
+def test_quarantined_arguments_taint_the_call_on_a_clean_trace() -> None:
+    k = kernel()
+    call = ToolCall("send_email", EGRESS, "clean", args_taint=Taint.QUARANTINED)
+    assert k.decide(call).reason == Reason.TRUST_VIOLATION
+
+
+def test_sink_classification() -> None:
+    assert classify("Bash", {}) is Sink.EXEC
+    assert classify("run_command", {}) is Sink.EXEC
+    assert classify("drop_table", {}) is Sink.DESTRUCTIVE
+    assert classify("delete_reservation", {}) is Sink.DESTRUCTIVE
+    for name in ("send_email", "http_post", "post_message", "upload_file"):
+        assert classify(name, {}) is Sink.EGRESS
+    assert classify("transfer_to_human_agents", {}, ["transfer_to_human_agents"]) is Sink.NONE
+    # a harmless name with an external destination in its arguments is still egress
+    assert classify("lookup", {"url": "https://evil.example/x"}) is Sink.EGRESS
+    assert classify("lookup", {"nested": {"target": "x@y.io"}}) is Sink.EGRESS
+    assert classify("calculate", {"expr": "3.14 * 2"}) is Sink.NONE
+    # a safe-sink name does not launder an external destination
+    assert (
+        classify("transfer_to_human_agents", {"to": "a@b.com"}, ["transfer_to_human_agents"])
+        is Sink.EGRESS
+    )
+
+
+def test_exec_is_gated_only_when_the_policy_says_so() -> None:
+    loose = Kernel(POLICY)
+    loose.ledger.raise_to("s", Taint.TAINTED)
+    assert loose.decide(ToolCall("run_shell", '{"cmd": "ls"}', "s")).kind == VerdictKind.ALLOW
+    assert loose.decide(ToolCall("delete_row", '{"id": 1}', "s")).kind == VerdictKind.DENY
+    strict = Kernel(Policy(allow=POLICY.allow, gated_sinks=("EGRESS", "DESTRUCTIVE", "EXEC")))
+    strict.ledger.raise_to("s", Taint.TAINTED)
+    assert strict.decide(ToolCall("run_shell", '{"cmd": "ls"}', "s")).kind == VerdictKind.DENY
+
+
+def test_authorize_rule_is_the_explicit_escape() -> None:
+    from fak_core import AuthorizeRule
+
+    k = Kernel(Policy(allow=("send_email",), authorize=(AuthorizeRule("send_email", "EGRESS"),)))
+    k.ledger.raise_to("s", Taint.TAINTED)
+    assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.ALLOW
