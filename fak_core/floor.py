@@ -43,6 +43,7 @@ _PATH_KEYS = (
 
 
 def is_write_shaped(tool: str) -> bool:
+    """Whether a tool name says it writes, edits, deletes, runs or creates something."""
     return bool(_WRITE.search(tool.lower()))
 
 
@@ -84,6 +85,7 @@ class CapabilityFloor:
 
     def __init__(self, policy: Policy, reasons: ReasonRegistry | None = None) -> None:
         self.reasons = reasons if reasons is not None else ReasonRegistry()
+        self._write_memo: dict[str, bool] = {}
         self.set_policy(policy)
 
     def set_policy(self, policy: Policy) -> None:
@@ -95,6 +97,10 @@ class CapabilityFloor:
         self._globs = tuple(policy.self_modify_globs)
         self._redact = frozenset(f.lower() for f in policy.redact_fields)
         self._deny_hosts = frozenset(h.lower() for h in policy.deny_hosts)
+        # A cheap screen over the raw text before walking the arguments: a denied or
+        # link-local host can only be named if one of these appears (JSON escapes and
+        # percent-encoding send the call down the full walk too).
+        self._host_markers = ("\\u", "%", "169.254", "fe80", "[", *sorted(self._deny_hosts))
         rules: dict[str, list[tuple[ArgRule, Any, int]]] = {}
         for r in policy.arg_rules:
             compiled = re.compile(r.deny_regex) if r.deny_regex is not None else None
@@ -110,7 +116,7 @@ class CapabilityFloor:
         args = view.args()
         if args is None:
             return Verdict.deny(Reason.MALFORMED, BY, claim="arguments are not a JSON object")
-        if self._globs and is_write_shaped(tool):
+        if self._globs and self._write_shaped(tool):
             v = self._self_modify(args)
             if v is not None:
                 return v
@@ -120,7 +126,7 @@ class CapabilityFloor:
                 v = self._arg_rules(rules, args)
                 if v is not None:
                     return v
-        if self._deny_hosts:
+        if self._deny_hosts and self._screen(view.call.args):
             for dest in external_destinations(args):
                 host = _host_of(dest)
                 if host in self._deny_hosts or _link_local(host):
@@ -128,8 +134,9 @@ class CapabilityFloor:
                         Reason.EGRESS_BLOCK, BY, claim=f"egress to {host} is denied"
                     )
         if tool in self._allow or (self._prefixes and tool.startswith(self._prefixes)):
-            if self._redact and not self._redact.isdisjoint(k.lower() for k in args):
-                kept = {k: v for k, v in args.items() if k.lower() not in self._redact}
+            redact = self._redact
+            if redact and any(k.lower() in redact for k in args):
+                kept = {k: v for k, v in args.items() if k.lower() not in redact}
                 return Verdict.transform(
                     orjson.dumps(kept).decode("utf-8"),
                     BY,
@@ -141,6 +148,23 @@ class CapabilityFloor:
                 BY, meta={"posture": "admit_and_log", "would_deny": "DEFAULT_DENY"}
             )
         return Verdict.deny(Reason.DEFAULT_DENY, BY, claim=f"no policy rule allows tool {tool}")
+
+    def _write_shaped(self, tool: str) -> bool:
+        # memoised per floor: tool names repeat; the memo is bounded and private
+        memo = self._write_memo
+        hit = memo.get(tool)
+        if hit is None:
+            if len(memo) >= 4096:
+                memo.clear()
+            hit = memo[tool] = is_write_shaped(tool)
+        return hit
+
+    def _screen(self, raw: str | bytes) -> bool:
+        text = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).lower()
+        for marker in self._host_markers:
+            if marker in text:
+                return True
+        return False
 
     def _self_modify(self, args: dict[str, Any]) -> Verdict | None:
         for key in _PATH_KEYS:

@@ -21,7 +21,14 @@ from fak_core.taint import Taint
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
-__all__ = ["Sink", "SinkGate", "classify", "external_destinations", "looks_external"]
+__all__ = [
+    "Sink",
+    "SinkGate",
+    "classify",
+    "external_destinations",
+    "has_external_destination",
+    "looks_external",
+]
 
 BY = "ifc-sink"
 _NO_OPINION = Verdict.defer(BY)
@@ -88,17 +95,41 @@ def looks_external(value: str, keyed: bool) -> bool:
     )
 
 
-def external_destinations(args: Any, _key: str = "") -> Iterable[str]:
+def external_destinations(args: Any) -> list[str]:
     """Every string in ``args`` (at any depth) that names an external destination."""
-    if isinstance(args, str):
-        if looks_external(args, _key.lower() in _DEST_KEYS):
-            yield args
-    elif isinstance(args, dict):
-        for k, v in args.items():
-            yield from external_destinations(v, k)
-    elif isinstance(args, list):
-        for v in args:
-            yield from external_destinations(v, _key)
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(args, "")]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value, key = pop()
+        if type(value) is str:
+            if looks_external(value, key in _DEST_KEYS or key.lower() in _DEST_KEYS):
+                found.append(value)
+        elif type(value) is dict:
+            for k, v in value.items():
+                push((v, k))
+        elif type(value) is list:
+            for v in value:
+                push((v, key))
+    return found
+
+
+def has_external_destination(args: Any) -> bool:
+    """Whether any string in ``args`` names an external destination (stops at the first)."""
+    stack: list[tuple[Any, str]] = [(args, "")]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value, key = pop()
+        if type(value) is str:
+            if looks_external(value, key in _DEST_KEYS or key.lower() in _DEST_KEYS):
+                return True
+        elif type(value) is dict:
+            for k, v in value.items():
+                push((v, k))
+        elif type(value) is list:
+            for v in value:
+                push((v, key))
+    return False
 
 
 def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
@@ -108,7 +139,7 @@ def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
         return Sink.EXEC
     if _DESTRUCTIVE.search(name):
         return Sink.DESTRUCTIVE
-    if args is not None and next(iter(external_destinations(args)), None) is not None:
+    if args is not None and has_external_destination(args):
         return Sink.EGRESS
     if _EGRESS.search(name) and tool not in safe_sinks:
         return Sink.EGRESS
