@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import gc
 import resource
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -102,7 +101,7 @@ def main() -> int:
         results[name] = (p50, p99, f50)
         print(f"{name:32} {label:22} {p50:8.2f} {p99:8.2f} {f50:10.2f} {p50 / f50:7.1f}x")
 
-    b50, b99, bf = results["b schema-valid allowed"]
+    b50, _, bf = results["b schema-valid allowed"]
     print(
         f"targets: (b) p50 {b50:.2f} µs < 10 µs: {'met' if b50 < 10 else 'MISSED'}; "
         f"within 10x of floor ({b50 / bf:.1f}x): {'met' if b50 / bf <= 10 else 'MISSED'}; "
@@ -126,7 +125,8 @@ def main() -> int:
         f"{ns.calls} calls in {elapsed:.1f} s ({ns.calls / elapsed:,.0f}/s): negatives "
         f"{len(neg)} resident / limit {neg.limit} (evicted {neg.evicted}); taint ledger "
         f"{len(ledger)} resident / limit {getattr(ledger, 'limit', '?')} "
-        f"(evicted {getattr(ledger, 'evicted', '?')}); max RSS {rss0 / 1024:.0f} → {rss1 / 1024:.0f} MiB"
+        f"(evicted {getattr(ledger, 'evicted', '?')}); "
+        f"max RSS {rss0 / 1024:.0f} → {rss1 / 1024:.0f} MiB"
     )
     ok = len(neg) <= neg.limit and len(ledger) <= getattr(ledger, "limit", len(ledger))
     print(f"ledgers within bounds: {'yes' if ok else 'NO'}")

@@ -161,7 +161,7 @@ class CapabilityFloor:
 
     def _screen(self, raw: str | bytes) -> bool:
         text = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).lower()
-        for marker in self._host_markers:
+        for marker in self._host_markers:  # noqa: SIM110 - a plain loop beats any() here
             if marker in text:
                 return True
         return False
