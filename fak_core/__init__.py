@@ -20,6 +20,7 @@ from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
 from fak_core.jsonargs import ArgsError, parse_args
 from fak_core.kernel import FLOOR_RANK, PREFLIGHT_RANK, SCREEN_RANK, SINK_GATE_RANK, Kernel
+from fak_core.journal import Journal, JournalError, verify_files
 from fak_core.ledger import MemoryLedger, TaintLedger
 from fak_core.policy import (
     ArgRule,
@@ -69,6 +70,8 @@ __all__ = [
     "EventKind",
     "HeldStore",
     "InvalidSchemaError",
+    "Journal",
+    "JournalError",
     "Kernel",
     "KindRegistry",
     "Ladder",
@@ -111,4 +114,5 @@ __all__ = [
     "parse_args",
     "parse_policy",
     "policy_digest",
+    "verify_files",
 ]

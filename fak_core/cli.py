@@ -62,6 +62,41 @@ def _decide(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _journal_verify(ns: argparse.Namespace) -> int:
+    from fak_core.journal import JournalError, verify_files
+
+    try:
+        report = verify_files(ns.files)
+    except JournalError as exc:
+        print(f"fak: {exc}", file=sys.stderr)
+        return 2
+    print(report.describe())
+    return 0 if report.ok else 1
+
+
+def _journal_rows(ns: argparse.Namespace) -> int:
+    from itertools import islice
+
+    from fak_core.journal import JournalError, read_rows
+
+    try:
+        rows = list(read_rows(ns.file))
+    except JournalError as exc:
+        print(f"fak: {exc}", file=sys.stderr)
+        return 2
+    if ns.journal_command == "tail":
+        rows = rows[-ns.n :] if ns.n > 0 else []
+        for row in rows:
+            print(
+                f"{row['seq']:>8} {row['ts']} {row['event']:<11} {row['trace']:<16} "
+                f"{row['tool']:<24} {row['verdict']}/{row['reason']} by {row['by']}"
+            )
+    else:
+        for row in islice(rows, None):
+            print(json.dumps(row, sort_keys=True))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fak", description="tool-call adjudication kernel")
     parser.add_argument("--version", action="version", version=f"fak {__version__}")
@@ -83,6 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--policy", help="policy file; default: the built-in policy")
     dec.add_argument("--trace", help="trace id")
     dec.set_defaults(func=_decide)
+
+    jr = sub.add_parser("journal", help="verify or read a decision journal")
+    jsub = jr.add_subparsers(dest="journal_command", metavar="ACTION", required=True)
+    ver = jsub.add_parser("verify", help="check the hash chain; name the first broken row")
+    ver.add_argument("files", nargs="+", help="journal file(s), oldest first when rotated")
+    ver.set_defaults(func=_journal_verify)
+    tail = jsub.add_parser("tail", help="print the last rows")
+    tail.add_argument("file")
+    tail.add_argument("-n", type=int, default=20, help="how many rows (default 20)")
+    tail.set_defaults(func=_journal_rows)
+    exp = jsub.add_parser("export", help="print every row as JSON lines")
+    exp.add_argument("file")
+    exp.add_argument("--jsonl", action="store_true", default=True, help="JSON lines (the default)")
+    exp.set_defaults(func=_journal_rows)
 
     for ep in sorted(entry_points(group="fak.commands"), key=lambda e: e.name):
         try:
