@@ -18,9 +18,9 @@ from fak_core.calls import Result, Status, ToolCall
 from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
+from fak_core.journal import Journal, JournalError, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
 from fak_core.kernel import FLOOR_RANK, PREFLIGHT_RANK, SCREEN_RANK, SINK_GATE_RANK, Kernel
-from fak_core.journal import Journal, JournalError, verify_files
 from fak_core.ledger import MemoryLedger, TaintLedger
 from fak_core.policy import (
     ArgRule,

@@ -3,7 +3,7 @@
 What counts as well-formed (documented, and pinned by a differential test against the
 standard library's ``json``):
 
-* empty or all-whitespace arguments are ``{}``;
+* empty arguments, or JSON white space only (space, tab, CR, LF), are ``{}``;
 * the text must be UTF-8 (bytes) or a ``str`` without lone surrogates;
 * the top level must be an object: arrays, scalars and ``null`` are refused;
 * RFC 8259 only: ``NaN``, ``Infinity`` and numbers that overflow a double are refused;
@@ -103,8 +103,8 @@ def parse_args(
             Reason.OVERSIZE,
             f"arguments are {len(raw)} bytes, over the {max_bytes}-byte limit: send less",
         )
-    if not raw or raw.isspace():
-        return {}
+    if not (raw.strip(b" \t\r\n") if isinstance(raw, bytes) else raw.strip(" \t\r\n")):
+        return {}  # JSON white space only (str.isspace would also take \x1c and friends)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

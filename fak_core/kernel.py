@@ -35,6 +35,7 @@ from fak_core.ledger import MemoryLedger, TaintLedger
 from fak_core.policy import Policy, default_policy
 from fak_core.preflight import Ladder, Rung
 from fak_core.provenance import Source, SourceRegistry
+from fak_core.ratelimit import RateLimiter
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
 from fak_core.schemas import SchemaRegistry
 from fak_core.sinks import SinkGate
@@ -48,8 +49,17 @@ from fak_core.verdicts import (
 )
 from fak_core.view import CallView
 
-__all__ = ["PREFLIGHT_RANK", "FLOOR_RANK", "SINK_GATE_RANK", "SCREEN_RANK", "Kernel", "Tool"]
+__all__ = [
+    "PREFLIGHT_RANK",
+    "RATE_LIMIT_RANK",
+    "FLOOR_RANK",
+    "SINK_GATE_RANK",
+    "SCREEN_RANK",
+    "Kernel",
+    "Tool",
+]
 
+RATE_LIMIT_RANK = 8
 PREFLIGHT_RANK = 10
 SINK_GATE_RANK = 30
 FLOOR_RANK = 100
@@ -91,6 +101,9 @@ class Kernel:
         self._lock = threading.RLock()
         self._seq = itertools.count(1)
         self._tools: dict[str, Tool] = {}
+        self._host_sources: dict[str, Source] = {}
+        self._host_schemas: dict[str, Mapping[str, Any] | bool] = {}
+        self._policy_schemas: set[str] = set()
         self._adjudicators: list[Registration] = []
         self._admitters: list[Registration] = []
         self._witnesses: list[tuple[str, WitnessResolver]] = []
@@ -109,6 +122,8 @@ class Kernel:
         self.sink_gate = SinkGate(self.ledger, self.policy)
         self.floor = CapabilityFloor(self.policy, self.reasons)
         self.screen = ResultScreen(self.policy.secret_patterns)
+        self.rate_limiter: RateLimiter | None = None
+        self._builtin = builtin_chain
         if builtin_chain:
             self.add_adjudicator(self.ladder, PREFLIGHT_RANK, name="preflight")
             self.add_adjudicator(self.sink_gate, SINK_GATE_RANK, name="ifc-sink")
@@ -126,15 +141,39 @@ class Kernel:
             self.policy = policy
             self._apply_policy_tables(policy)
 
+    def _apply_rate_limit(self, policy: Policy) -> None:
+        with self._lock:
+            old = self.rate_limiter
+            if old is not None and (policy.rate_limit is None or old.limit != policy.rate_limit):
+                self._adjudicators = [r for r in self._adjudicators if r.impl is not old]
+                self._default_chain, self._chains = self._build(self._adjudicators)
+                self.rate_limiter = None
+            if policy.rate_limit is not None and self.rate_limiter is None and self._builtin:
+                self.rate_limiter = RateLimiter(policy.rate_limit)
+                self.add_adjudicator(self.rate_limiter, RATE_LIMIT_RANK, name="rate-limit")
+
     def _apply_policy_tables(self, policy: Policy) -> None:
-        for tool, src in policy.sources.items():
-            self.sources.register(tool, src)
+        """Make sources and schemas exactly: host registrations, overridden by the policy."""
+        self._apply_rate_limit(policy)
+        sources = SourceRegistry()
+        for tool, src in self._host_sources.items():
+            sources.register(tool, src)
+        for tool, name in policy.sources.items():
+            sources.register(tool, name)
+        self.sources = sources
+        for tool in self._policy_schemas - set(policy.schemas):
+            if tool in self._host_schemas:
+                self.schemas.register(tool, self._host_schemas[tool])
+            else:
+                self.schemas.remove(tool)
         for tool, schema in policy.schemas.items():
             self.schemas.register(tool, schema)
+        self._policy_schemas = set(policy.schemas)
 
     def register_schema(self, tool: str, schema: Mapping[str, Any] | bool) -> None:
         """Set the tool's rung-1 schema (checked and compiled now; an invalid one raises)."""
         self.schemas.register(tool, schema)
+        self._host_schemas[tool] = schema
 
     def register_tool(
         self,
@@ -148,8 +187,10 @@ class Kernel:
         if not callable(fn):
             raise TypeError(f"tool {name!r} must be callable")
         if schema is not None:
-            self.schemas.register(name, schema)
-        self.sources.register(name, source)
+            self.register_schema(name, schema)
+        self._host_sources[name] = Source(source)
+        if name not in self.policy.sources:
+            self.sources.register(name, source)
         self._tools[name] = fn
 
     def tools(self) -> list[str]:
@@ -250,7 +291,10 @@ class Kernel:
     def decide(self, call: ToolCall) -> Verdict:
         """Fold the chain over ``call``; the raw verdict (REQUIRE_WITNESS unresolved)."""
         start = time.perf_counter_ns()
-        v = fold(self._chains.get(call.tool, self._default_chain), self.view(call), self.kinds)
+        view = self.view(call)
+        v = fold(self._chains.get(call.tool, self._default_chain), view, self.kinds)
+        if view._settle is not None:
+            view.settle(v.kind == _ALLOW or v.kind == _TRANSFORM or v.kind == _WITNESS)
         elapsed = time.perf_counter_ns() - start
         c = self.counters
         c.decisions += 1

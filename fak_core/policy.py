@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fak_core.ratelimit import KEYS as RATE_KEYS
+from fak_core.ratelimit import RateLimit
 from fak_core.reasons import Reason, ReasonRegistry
 from fak_core.schemas import InvalidSchemaError, compile_schema
 
@@ -82,6 +84,7 @@ class Policy:
     arg_rules: tuple[ArgRule, ...] = ()
     deny_hosts: tuple[str, ...] = ()
     schemas: dict[str, Any] = field(default_factory=dict)
+    rate_limit: RateLimit | None = None
 
 
 _KEYS = tuple(f.name for f in fields(Policy))
@@ -220,6 +223,7 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
         except InvalidSchemaError as exc:
             raise _fail(f"schemas.{tool}", str(exc)) from None
 
+    rate_limit = _rate_limit(doc.get("rate_limit"))
     safe = _str_list(doc, "safe_sinks") if "safe_sinks" in doc else Policy.safe_sinks
     return Policy(
         version=version,
@@ -237,7 +241,28 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
         arg_rules=tuple(rules),
         deny_hosts=_str_list(doc, "deny_hosts"),
         schemas=json.loads(json.dumps(schemas)),
+        rate_limit=rate_limit,
     )
+
+
+def _rate_limit(raw: Any) -> RateLimit | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _fail("rate_limit", "expected a table with max_calls, window_s and key")
+    bad = sorted(set(raw) - {"max_calls", "window_s", "key"})
+    if bad:
+        raise _fail(f"rate_limit.{bad[0]}", "unknown key; valid keys: max_calls, window_s, key")
+    cap = raw.get("max_calls")
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        raise _fail("rate_limit.max_calls", "required, an integer >= 1")
+    window = raw.get("window_s", 60.0)
+    if not isinstance(window, (int, float)) or isinstance(window, bool) or not window > 0:
+        raise _fail("rate_limit.window_s", "expected a number of seconds > 0")
+    key = raw.get("key", "trace")
+    if key not in RATE_KEYS:
+        raise _fail("rate_limit.key", f"expected one of {', '.join(RATE_KEYS)}, got {key!r}")
+    return RateLimit(cap, float(window), key)
 
 
 def policy_to_dict(policy: Policy) -> dict[str, Any]:
@@ -272,6 +297,17 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
         ],
         "deny_hosts": list(policy.deny_hosts),
         "schemas": json.loads(json.dumps(policy.schemas)),
+        **(
+            {
+                "rate_limit": {
+                    "max_calls": policy.rate_limit.max_calls,
+                    "window_s": policy.rate_limit.window_s,
+                    "key": policy.rate_limit.key,
+                }
+            }
+            if policy.rate_limit is not None
+            else {}
+        ),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fak_core.calls import ToolCall
@@ -19,7 +20,7 @@ class CallView:
     (``error`` then says why). Parsing happens once per decision, whoever asks first.
     """
 
-    __slots__ = ("_args", "call", "error", "max_bytes", "max_depth")
+    __slots__ = ("_args", "_settle", "call", "error", "max_bytes", "max_depth")
 
     def __init__(
         self,
@@ -32,6 +33,20 @@ class CallView:
         self.max_depth = max_depth
         self.error: ArgsError | None = None
         self._args: Any = _UNPARSED
+        self._settle: list[Callable[[bool], None]] | None = None
+
+    def on_settle(self, fn: Callable[[bool], None]) -> None:
+        """Run ``fn(allowed)`` once the fold has concluded (to release reservations)."""
+        if self._settle is None:
+            self._settle = [fn]
+        else:
+            self._settle.append(fn)
+
+    def settle(self, allowed: bool) -> None:
+        """Called by the kernel after the fold; each callback runs once."""
+        fns, self._settle = self._settle, None
+        for fn in fns or ():
+            fn(allowed)
 
     @property
     def tool(self) -> str:

@@ -71,7 +71,7 @@ def reference_parse(raw: str | bytes) -> dict[str, Any] | None:
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         text.encode("utf-8")
-        if not text or text.isspace():
+        if not text.strip(" \t\r\n"):
             return {}
         value = json.loads(
             text,

@@ -23,6 +23,7 @@ from fak_core import (
     load_policy,
     policy_digest,
 )
+from fak_core.ratelimit import RateLimit
 
 names = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=8)
 reasons = st.sampled_from(
@@ -66,6 +67,13 @@ policies = st.builds(
         tuple
     ),
     schemas=st.dictionaries(names, st.just({"type": "object", "required": ["q"]}), max_size=2),
+    rate_limit=st.none()
+    | st.builds(
+        RateLimit,
+        st.integers(1, 100),
+        st.floats(0.5, 100, allow_nan=False),
+        st.sampled_from(["trace", "tool", "global"]),
+    ),
 )
 
 
@@ -199,3 +207,20 @@ def test_floor_rules() -> None:
     assert v.kind == VerdictKind.TRANSFORM and json.loads(v.repaired_args or "") == {"q": "a"}
     # redaction never turns a tool the policy does not allow into a TRANSFORM
     assert decide("unlisted", {"password": "x"})[:2] == ("DENY", "DEFAULT_DENY")
+
+
+def test_set_policy_replaces_sources_and_schemas_it_had_set() -> None:
+    from fak_core import Taint
+
+    first = Policy(
+        allow=("fetch", "q"), sources={"fetch": "trusted_local"}, schemas={"q": {"required": ["x"]}}
+    )
+    k = Kernel(first)
+    k.register_tool("fetch", lambda a: "page")
+    k.register_schema("host_tool", {"required": ["y"]})
+    assert k.syscall(ToolCall("fetch", "{}", "s1"))[0].taint == Taint.TRUSTED
+    assert k.decide(ToolCall("q", "{}")).reason == Reason.MALFORMED
+    k.set_policy(Policy(allow=("fetch", "q")))
+    assert k.syscall(ToolCall("fetch", "{}", "s2"))[0].taint == Taint.TAINTED
+    assert k.decide(ToolCall("q", "{}")).kind == VerdictKind.ALLOW
+    assert "host_tool" in k.schemas  # host registrations survive a reload
