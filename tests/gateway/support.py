@@ -50,7 +50,7 @@ class LiveServer:
     """An app served by uvicorn on 127.0.0.1, on a port the kernel picked."""
 
     def __init__(self, app: Starlette) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"

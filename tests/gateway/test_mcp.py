@@ -122,7 +122,8 @@ class RawStdio:
         reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()))  # type: ignore[union-attr]
         reader.start()
         reader.join(TIMEOUT)
-        assert box and box[0], "the MCP server did not answer"
+        assert box, "the MCP server did not answer"
+        assert box[0], "the MCP server closed its stdout"
         return dict(json.loads(box[0]))
 
     def close(self) -> int:

@@ -9,7 +9,6 @@ the ledger before the call), and a syscall's admitted result cannot leak into an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,6 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
-from starlette.applications import Starlette
 
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState

@@ -131,3 +131,18 @@ def test_fak_serve_refuses_to_start_with_a_clear_message(args: list[str], needle
     assert done.returncode == 2
     assert needle in done.stderr
     assert done.stdout == ""
+
+
+def test_bound_socket_says_tcp_so_asyncio_sets_nodelay() -> None:
+    # A listener created with proto 0 makes asyncio skip TCP_NODELAY on accepted sockets,
+    # and every response then waits ~40 ms for a delayed ACK.
+    import socket
+
+    from fak_core.gateway.cli import bind_socket
+
+    sock = bind_socket("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockname()[1] > 0
+    finally:
+        sock.close()
