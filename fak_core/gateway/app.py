@@ -9,6 +9,7 @@ can see is the one envelope from :mod:`fak_core.gateway.errors`.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import ipaddress
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -88,6 +89,21 @@ def _transport_security(host: str) -> TransportSecuritySettings | None:
     )
 
 
+async def _close_extra_routes(routes: Sequence[BaseRoute]) -> None:
+    """Close the proxies' pooled upstream clients on shutdown, when the proxies are installed."""
+    if not routes:
+        return
+    try:
+        proxies = importlib.import_module("fak_core.gateway.proxy_routes")
+    except ModuleNotFoundError as exc:
+        if exc.name != "fak_core.gateway.proxy_routes":
+            raise
+        return
+    close = getattr(proxies, "close_proxy_routes", None)
+    if close is not None:
+        await close(routes)
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     status = exc.status_code
@@ -143,11 +159,14 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if endpoint is None:
-            yield
-            return
-        async with endpoint.running():
-            yield
+        try:
+            if endpoint is None:
+                yield
+            else:
+                async with endpoint.running():
+                    yield
+        finally:
+            await _close_extra_routes(extra_routes)
 
     middleware = [Middleware(TraceMiddleware, mint=state.trace_for)]
     if api_key is not None:

@@ -69,7 +69,11 @@ def load_proxy_routes(
         return []
     config = None
     if upstream:
-        config = proxies.UpstreamConfig(base_url=upstream, api_key=upstream_key)
+        upstream_mod = importlib.import_module("fak_core.gateway.upstream")
+        try:
+            config = upstream_mod.UpstreamConfig(base_url=upstream, api_key=upstream_key)
+        except ValueError as exc:
+            raise BootstrapError(f"--upstream {upstream}: {exc}") from exc
     return list(proxies.proxy_routes(state, config))
 
 
