@@ -1,0 +1,159 @@
+"""``fak serve``: run the gateway (fak-native API, MCP at /mcp, and the proxies) on uvicorn.
+
+Registered through the ``fak.commands`` entry point. It binds the socket itself (port 0
+picks a free port) and prints one line with the real address and the policy's digest
+before serving, so scripts and tests can read where it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from fak_core.gateway.bootstrap import BootstrapError, build_state, describe_policy
+from fak_core.gateway.state import GatewayState
+
+__all__ = ["bind_socket", "load_proxy_routes", "register", "serve"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``serve`` to the ``fak`` command line."""
+    p = subparsers.add_parser("serve", help="run the gateway over HTTP (and MCP at /mcp)")
+    p.add_argument("--policy", metavar="FILE", help="policy file; default: the built-in one")
+    p.add_argument("--tools", metavar="MODULE", help="module or .py file exposing TOOLS")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
+    p.add_argument("--upstream", metavar="URL", help="model API to proxy; default: offline")
+    p.add_argument(
+        "--upstream-key-env", metavar="NAME", help="environment variable holding the upstream key"
+    )
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="require 'Authorization: Bearer <key>' with the key read from this variable",
+    )
+    p.add_argument("--max-body", type=int, default=None, help="request body cap in bytes")
+    p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    p.set_defaults(func=serve)
+
+
+def _env(flag: str, name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise BootstrapError(
+            f"{flag} {name}: the environment variable {name} is not set; export it or drop {flag}"
+        )
+    return value
+
+
+def load_proxy_routes(
+    state: GatewayState, upstream: str | None, upstream_key: str | None
+) -> list[BaseRoute]:
+    """The OpenAI and Anthropic proxy routes, if that module is installed."""
+    try:
+        proxies = importlib.import_module("fak_core.gateway.proxy_routes")
+    except ModuleNotFoundError as exc:
+        if exc.name != "fak_core.gateway.proxy_routes":
+            raise  # the module exists but something it needs is missing: say so loudly
+        if upstream:
+            raise BootstrapError(
+                "--upstream: this installation has no proxy routes (fak_core.gateway.proxy_routes)"
+            ) from None
+        return []
+    config = None
+    if upstream:
+        upstream_mod = importlib.import_module("fak_core.gateway.upstream")
+        try:
+            config = upstream_mod.UpstreamConfig(base_url=upstream, api_key=upstream_key)
+        except ValueError as exc:
+            raise BootstrapError(f"--upstream {upstream}: {exc}") from exc
+    return list(proxies.proxy_routes(state, config))
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: the kernel picks)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise BootstrapError(f"--host {host}: cannot resolve it ({exc})") from exc
+    family, socktype, proto, _, address = infos[0]
+    sock = socket.socket(family, socktype, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise BootstrapError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    if sock.family == socket.AF_INET6:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def serve(ns: argparse.Namespace) -> int:
+    """Run until interrupted; 2 on a start-up problem (with the message on stderr)."""
+    import uvicorn
+
+    from fak_core.gateway.app import create_app
+
+    try:
+        api_key = _env("--api-key-env", ns.api_key_env) if ns.api_key_env else None
+        upstream_key = (
+            _env("--upstream-key-env", ns.upstream_key_env) if ns.upstream_key_env else None
+        )
+        options: dict[str, Any] = {}
+        if ns.max_body is not None:
+            if ns.max_body <= 0:
+                raise BootstrapError("--max-body must be a positive number of bytes")
+            options["max_body"] = ns.max_body
+        state = build_state(ns.policy, ns.tools, **options)
+        extra = load_proxy_routes(state, ns.upstream, upstream_key)
+        health = {"planner": "proxy" if ns.upstream else ("scripted" if extra else "none")}
+        app = create_app(
+            state,
+            extra_routes=extra,
+            api_key=api_key,
+            policy_path=ns.policy,
+            health=health,
+            host=ns.host,
+        )
+        sock = bind_socket(ns.host, ns.port)
+    except BootstrapError as exc:
+        print(f"fak serve: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"fak serve: listening on {_url(sock)} policy {describe_policy(state, ns.policy)}",
+        flush=True,
+    )
+    config = uvicorn.Config(app, log_level=ns.log_level, lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m fak_core.gateway.cli`` (same as ``fak serve``)."""
+    parser = argparse.ArgumentParser(prog="fak")
+    register(parser.add_subparsers(dest="command", required=True))
+    ns = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])
+    return int(ns.func(ns))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

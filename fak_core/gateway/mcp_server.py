@@ -1,0 +1,234 @@
+"""The MCP surface: ``fak_adjudicate``, ``fak_syscall`` and ``fak_admit`` as MCP tools.
+
+Built on the official ``mcp`` SDK's low-level :class:`mcp.server.Server`; served over stdio
+(``fak mcp``) and streamable HTTP (mounted at ``/mcp`` by :func:`create_app`). Each tool
+returns the same JSON object the matching HTTP route returns, as text content and as
+structured content. A deny is a normal tool result. A request the gateway cannot turn into
+a call (blank tool, wrong field type) is a tool result with ``isError`` true and the
+message, as the MCP spec asks for errors a model can correct; an unknown MCP tool name is
+the protocol's invalid-params error (-32602).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any, BinaryIO
+
+import anyio
+import mcp_types as types
+import orjson
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from pydantic import ValidationError
+from starlette.requests import Request
+
+import fak_core
+from fak_core.gateway.state import GatewayState, WireError
+from fak_core.gateway.wire import parse_admit, parse_call
+
+__all__ = ["ADMIT_SCHEMA", "CALL_SCHEMA", "MAX_FRAME", "build_mcp_server", "run_stdio"]
+
+SERVER_NAME = "fak-gateway"
+MAX_FRAME = 4 << 20
+
+_COMMON: dict[str, Any] = {
+    "tool": {"type": "string", "minLength": 1, "description": "the tool the agent wants to call"},
+    "trace_id": {"type": "string", "description": "session id; minted and returned if absent"},
+    "witness": {"type": "string", "description": "evidence offered for a REQUIRE_WITNESS gate"},
+}
+
+CALL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **_COMMON,
+        "arguments": {
+            "type": ["object", "string"],
+            "description": "the call's arguments: a JSON object, or its JSON text",
+        },
+        "read_only": {"type": "boolean", "description": "advisory hint; grants nothing"},
+    },
+    "required": ["tool"],
+}
+
+ADMIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **_COMMON,
+        "result": {
+            "type": ["object", "string"],
+            "description": "the result the client ran the tool for: a JSON object or text",
+        },
+    },
+    "required": ["tool"],
+}
+
+_TOOLS = (
+    types.Tool(
+        name="fak_adjudicate",
+        description="Decide a proposed tool call (nothing runs). Returns the verdict; a "
+        "DENY is a normal result. Same body as POST /v1/fak/adjudicate.",
+        input_schema=CALL_SCHEMA,
+    ),
+    types.Tool(
+        name="fak_syscall",
+        description="Decide a tool call and, if allowed, run the registered tool and admit "
+        "its result. Same body as POST /v1/fak/syscall.",
+        input_schema=CALL_SCHEMA,
+    ),
+    types.Tool(
+        name="fak_admit",
+        description="Admit a result the client produced itself (it is tainted; it may be "
+        "quarantined). Same body as POST /v1/fak/admit.",
+        input_schema=ADMIT_SCHEMA,
+    ),
+)
+
+
+def _header_trace(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    request = ctx.request
+    if isinstance(request, Request):
+        return request.headers.get("x-trace-id")
+    return None
+
+
+def _result(body: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def build_mcp_server(state: GatewayState) -> Server[Any]:
+    """An MCP server whose three tools decide through ``state`` (the one seam)."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(_TOOLS))
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        doc = dict(params.arguments or {})
+        header_trace = _header_trace(ctx)
+        try:
+            if name == "fak_adjudicate":
+                call = parse_call(doc).build(state, header_trace)
+                return _result(state.adjudicate(call))
+            if name == "fak_syscall":
+                call = parse_call(doc).build(state, header_trace)
+                body = await anyio.to_thread.run_sync(state.syscall, call)
+                return _result(body)
+            if name == "fak_admit":
+                req = parse_admit(doc)
+                call = req.build(state, header_trace)
+                return _result(state.admit(call, req.result))
+        except WireError as exc:
+            return _error(exc.message)
+        known = ", ".join(t.name for t in _TOOLS)
+        raise MCPError(
+            code=INVALID_PARAMS, message=f"unknown tool: {name} (this server has {known})"
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=fak_core.__version__,
+        instructions="Route every tool call through fak_adjudicate or fak_syscall before it "
+        "runs, and every result you produced yourself through fak_admit.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _frame_error(line: bytes, max_frame: int) -> types.JSONRPCError | None:
+    """The JSON-RPC error a stdio frame earns before the SDK sees it, or None if it is sound.
+
+    The SDK drops frames it cannot parse without a word; a client then waits forever.
+    Here every such frame gets the protocol's answer: -32700 for text that is not JSON,
+    -32600 for JSON that is not a JSON-RPC 2.0 message or is over the size limit.
+    """
+    if len(line) > max_frame:
+        return _rpc_error(None, INVALID_REQUEST, f"frame exceeds maximum size of {max_frame} bytes")
+    try:
+        doc = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return _rpc_error(None, PARSE_ERROR, f"parse error: {exc}")
+    if not isinstance(doc, dict):
+        return _rpc_error(None, INVALID_REQUEST, "invalid request: send one JSON-RPC object")
+    try:
+        types.jsonrpc_message_adapter.validate_python(doc, by_name=False)
+    except ValidationError as exc:
+        rid = doc.get("id")
+        rid = rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int))
+        return _rpc_error(rid, INVALID_REQUEST, f"invalid request: {where}: {first['msg']}")
+    return None
+
+
+def _rpc_error(rid: str | int | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
+    )
+
+
+class _CheckedStdin:
+    """stdin as the SDK's line source, answering malformed frames instead of dropping them."""
+
+    def __init__(self, source: BinaryIO, max_frame: int) -> None:
+        self.source = source
+        self.max_frame = max_frame
+        self.ready = anyio.Event()
+        self.replies: Any = None  # the server's write stream, set once the transport is up
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _readline(self, limit: int) -> bytes:
+        return await anyio.to_thread.run_sync(self.source.readline, limit, abandon_on_cancel=True)
+
+    async def _lines(self) -> AsyncIterator[str]:
+        await self.ready.wait()
+        limit = self.max_frame + 1
+        while True:
+            line = await self._readline(limit)
+            if not line:
+                return
+            if len(line) == limit and not line.endswith(b"\n"):
+                while True:  # discard the rest of the oversized frame, bounded per read
+                    more = await self._readline(limit)
+                    if not more or more.endswith(b"\n"):
+                        break
+            if not line.strip():
+                continue
+            error = _frame_error(line.rstrip(b"\r\n"), self.max_frame)
+            if error is not None:
+                await self.replies.send(SessionMessage(error))
+                continue
+            yield line.decode("utf-8", "replace")
+
+
+async def run_stdio(
+    state: GatewayState,
+    *,
+    stdin: BinaryIO | None = None,
+    stdout: Any = None,
+    max_frame: int = MAX_FRAME,
+) -> None:
+    """Serve the MCP tools over stdin/stdout (one JSON-RPC message per line) until EOF."""
+    server = build_mcp_server(state)
+    checked = _CheckedStdin(stdin if stdin is not None else sys.stdin.buffer, max_frame)
+    async with stdio_server(stdin=checked, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+        checked.replies = write_stream
+        checked.ready.set()
+        await server.run(read_stream, write_stream, server.create_initialization_options())

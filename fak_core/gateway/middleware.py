@@ -1,0 +1,191 @@
+"""Cross-cutting HTTP behaviour as pure ASGI middleware: trace ids, errors, auth, body cap.
+
+They wrap every route (fak-native, proxies, MCP) so each rule holds everywhere:
+
+- :class:`TraceMiddleware` (outermost): every request gets an ``X-Trace-Id`` (the client's
+  or a minted one, written back on the request headers) and every response carries one; an
+  exception that escapes a handler becomes a logged 500 envelope, never a bare traceback.
+- :class:`AuthMiddleware`: with a key configured, every path but ``/healthz`` needs
+  ``Authorization: Bearer <key>`` or ``X-Api-Key: <key>`` (SHA-256 digests compared in
+  constant time), else 401.
+- :class:`BodyLimitMiddleware`: a body over the cap is refused with 413, by its declared
+  ``Content-Length`` or, for chunked or lying bodies, by counting what arrives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from fak_core.gateway.errors import error_response
+
+__all__ = ["AuthMiddleware", "BodyLimitMiddleware", "TraceMiddleware", "TRACE_HEADER"]
+
+TRACE_HEADER = "x-trace-id"
+_TRACE_HEADER_B = TRACE_HEADER.encode("latin-1")
+_log = logging.getLogger("fak_core.gateway")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class TraceMiddleware:
+    """Ensure a trace id on every request and response; turn escaped exceptions into 500s."""
+
+    def __init__(self, app: ASGIApp, mint: Callable[[], str]) -> None:
+        self.app = app
+        self.mint = mint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = _header(scope, _TRACE_HEADER_B)
+        trace = given.strip() if given and given.strip() else self.mint()
+        if given != trace:
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != _TRACE_HEADER_B]
+            headers.append((_TRACE_HEADER_B, trace.encode("latin-1", "replace")))
+            scope = {**scope, "headers": headers}
+        started = False
+
+        async def send_with_trace(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = list(message.get("headers", ()))
+                if not any(k.lower() == _TRACE_HEADER_B for k, _ in headers):
+                    headers.append((_TRACE_HEADER_B, trace.encode("latin-1", "replace")))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_trace)
+        except Exception:
+            _log.exception("unhandled error serving %s %s", scope.get("method"), scope.get("path"))
+            if started:  # the response is half sent: nothing clean left to say
+                raise
+            response = error_response(
+                500,
+                "internal error while handling the request; the gateway logged it "
+                f"under trace {trace}",
+                headers={"X-Trace-Id": trace},
+            )
+            await response(scope, receive, send)
+
+
+def _digest(value: str) -> bytes:
+    return hashlib.sha256(value.encode("utf-8")).digest()
+
+
+class AuthMiddleware:
+    """Require the configured API key on every path except the exempt ones."""
+
+    def __init__(
+        self, app: ASGIApp, api_key: str, exempt: frozenset[str] = frozenset({"/healthz"})
+    ) -> None:
+        if not api_key:
+            raise ValueError("AuthMiddleware needs a non-empty api_key")
+        self.app = app
+        self.key_digest = _digest(api_key)
+        self.exempt = exempt
+
+    def _credential(self, scope: Scope) -> str | None:
+        auth = _header(scope, b"authorization")
+        if auth:
+            scheme, _, token = auth.strip().partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+        key = _header(scope, b"x-api-key")
+        return key.strip() if key and key.strip() else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in self.exempt:
+            await self.app(scope, receive, send)
+            return
+        cred = self._credential(scope)
+        # Compare digests (equal length) in constant time; a missing key still does the work.
+        ok = hmac.compare_digest(_digest(cred or ""), self.key_digest) and cred is not None
+        if not ok:
+            response = error_response(
+                401,
+                "missing or invalid credentials: send 'Authorization: Bearer <key>' "
+                "or 'X-Api-Key: <key>'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over ``limit`` bytes with 413 before any handler sees them.
+
+    The body is read here (bounded by the limit) and replayed to the app, so a chunked body
+    that crosses the limit is refused whole and the handler never sees a truncated one.
+    """
+
+    def __init__(self, app: ASGIApp, limit: Callable[[], int]) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit()
+        declared = _header(scope, b"content-length")
+        if declared is not None:
+            try:
+                length = int(declared)
+            except ValueError:
+                await error_response(400, "Content-Length must be a whole number")(
+                    scope, receive, send
+                )
+                return
+            if length > limit:
+                await self._too_large(scope, receive, send, limit)
+                return
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS") and declared is None:
+            await self.app(scope, receive, send)  # no body announced: nothing to buffer
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client went away mid-body: nobody to answer
+            body = message.get("body", b"")
+            size += len(body)
+            if size > limit:
+                await self._too_large(scope, receive, send, limit)
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        response = error_response(
+            413,
+            f"request body exceeds the gateway's limit of {limit} bytes; send a smaller body",
+            code="request_too_large",
+        )
+        await response(scope, receive, send)

@@ -1,0 +1,334 @@
+"""The OpenAPI 3.1 document of the gateway's HTTP API, written by hand from the wire shapes.
+
+It describes every fak-native route with its request and response bodies and every error
+status a route can answer, so a fuzzer (schemathesis) can drive it and check conformance.
+Other surfaces (the proxies) can merge their own ``paths`` and ``schemas`` in.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import fak_core
+
+__all__ = ["build_openapi"]
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_ERR = _ref("Error")
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["message", "type", "code", "param"],
+                "properties": {
+                    "message": {"type": "string"},
+                    "type": {
+                        "type": "string",
+                        "enum": [
+                            "invalid_request_error",
+                            "authentication_error",
+                            "rate_limit_error",
+                            "overloaded_error",
+                            "server_error",
+                        ],
+                    },
+                    "code": {"type": ["string", "null"]},
+                    "param": {"type": ["string", "null"]},
+                },
+            }
+        },
+    },
+    "WireVerdict": {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {
+            "kind": {
+                "type": "string",
+                "description": "ALLOW, DENY, TRANSFORM, QUARANTINE, REQUIRE_WITNESS, DEFER, "
+                "INDETERMINATE, a registered extension name, or KIND_<n>",
+            },
+            "reason": {"type": "string"},
+            "by": {"type": "string"},
+            "disposition": {
+                "type": "string",
+                "enum": ["TERMINAL", "RETRYABLE", "WAIT", "ESCALATE"],
+            },
+            "detail": {
+                "type": "object",
+                "required": ["claim"],
+                "properties": {"claim": {"type": "string"}},
+            },
+        },
+    },
+    "Arguments": {
+        "description": "the call's arguments: a JSON object, or its JSON text (OpenAI style); "
+        "absent means {}. Anything else reaches the kernel as JSON text and is refused "
+        "there as MALFORMED (a verdict, not a 400).",
+    },
+    "CallRequest": {
+        "type": "object",
+        "required": ["tool"],
+        "properties": {
+            "tool": {"type": "string", "description": "must not be blank"},
+            "arguments": _ref("Arguments"),
+            "trace_id": {"type": "string", "description": "beats the X-Trace-Id header"},
+            "witness": {"type": "string"},
+            "principal": {"type": "string", "description": "X-Fak-Principal beats it"},
+            "read_only": {"type": "boolean", "description": "advisory; grants nothing"},
+        },
+    },
+    "AdmitRequest": {
+        "type": "object",
+        "required": ["tool"],
+        "properties": {
+            "tool": {"type": "string"},
+            "arguments": _ref("Arguments"),
+            "result": {"description": "the result: a JSON object, or text"},
+            "trace_id": {"type": "string"},
+            "witness": {"type": "string"},
+            "principal": {"type": "string"},
+            "read_only": {"type": "boolean"},
+        },
+    },
+    "ResultEnvelope": {
+        "type": "object",
+        "required": ["status", "content", "meta"],
+        "properties": {
+            "status": {"type": "string", "enum": ["OK", "ERROR", "PENDING"]},
+            "content": {"type": "string"},
+            "meta": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    },
+    "AdjudicateResponse": {
+        "type": "object",
+        "required": ["verdict", "trace_id"],
+        "properties": {
+            "verdict": _ref("WireVerdict"),
+            "repaired_arguments": {"type": "string", "description": "only on TRANSFORM"},
+            "trace_id": {"type": "string"},
+        },
+    },
+    "SyscallResponse": {
+        "type": "object",
+        "required": ["verdict", "result", "trace_id"],
+        "properties": {
+            "verdict": _ref("WireVerdict"),
+            "result": _ref("ResultEnvelope"),
+            "trace_id": {"type": "string"},
+        },
+    },
+    "TraceState": {
+        "type": "object",
+        "required": ["trace_id", "taint", "dangerous"],
+        "properties": {
+            "trace_id": {"type": "string"},
+            "taint": {"type": "string", "enum": ["trusted", "tainted", "quarantined"]},
+            "dangerous": {"type": "boolean"},
+        },
+    },
+    "TraceResetRequest": {
+        "type": "object",
+        "required": ["trace_id"],
+        "properties": {"trace_id": {"type": "string", "minLength": 1}},
+    },
+    "TraceResetResponse": {
+        "type": "object",
+        "required": ["reset", "trace_id"],
+        "properties": {"reset": {"const": True}, "trace_id": {"type": "string"}},
+    },
+    "PolicyReloadResponse": {
+        "type": "object",
+        "required": ["reloaded", "source", "digest"],
+        "properties": {
+            "reloaded": {"const": True},
+            "source": {"type": "string"},
+            "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+        },
+    },
+    "Health": {
+        "type": "object",
+        "required": ["ok"],
+        "properties": {
+            "ok": {"const": True},
+            "policy_digest": {"type": "string"},
+            "tools": {"type": "integer"},
+        },
+    },
+    "ModelList": {
+        "type": "object",
+        "required": ["object", "data"],
+        "properties": {
+            "object": {"const": "list"},
+            "data": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "object", "owned_by"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "object": {"const": "model"},
+                        "owned_by": {"type": "string"},
+                    },
+                },
+            },
+        },
+    },
+}
+
+_TRACE_HEADER = {
+    "X-Trace-Id": {
+        "description": "the request's trace id (echoed, or minted)",
+        "schema": {"type": "string"},
+    }
+}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    text = {
+        400: "the request cannot become a call; the message says what to fix",
+        401: "missing or invalid API key (only when the gateway requires one)",
+        404: "not found",
+        405: "wrong method",
+        413: "request body over the gateway's limit",
+        500: "unexpected failure; logged under the trace id",
+    }
+    out = {}
+    for status in (*statuses, 401, 405, 413, 500):
+        out[str(status)] = _json(_ERR, text[status])
+    return out
+
+
+def _post(
+    summary: str, request: str, response: str, *errors: int, required: bool = True
+) -> dict[str, Any]:
+    ok = _json(_ref(response), "the decision (a deny is a 200 too)")
+    ok["headers"] = _TRACE_HEADER
+    return {
+        "post": {
+            "summary": summary,
+            "requestBody": {
+                "required": required,
+                "content": {"application/json": {"schema": _ref(request)}},
+            },
+            "responses": {"200": ok, **_errors(*errors)},
+        }
+    }
+
+
+def _paths() -> dict[str, Any]:
+    trace_param = {
+        "name": "trace_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "minLength": 1},
+    }
+    return {
+        "/v1/fak/adjudicate": _post(
+            "Decide a tool call (nothing runs)", "CallRequest", "AdjudicateResponse", 400
+        ),
+        "/v1/fak/syscall": _post(
+            "Decide a tool call and run it if allowed", "CallRequest", "SyscallResponse", 400
+        ),
+        "/v1/fak/admit": _post(
+            "Admit a result the client produced", "AdmitRequest", "SyscallResponse", 400
+        ),
+        "/v1/fak/trace/reset": _post(
+            "Reset a session's taint mark", "TraceResetRequest", "TraceResetResponse", 400
+        ),
+        "/v1/fak/trace/{trace_id}": {
+            "get": {
+                "summary": "A session's taint mark",
+                "parameters": [trace_param],
+                "responses": {
+                    "200": _json(_ref("TraceState"), "the session's taint"),
+                    **_errors(400),
+                },
+            }
+        },
+        "/v1/fak/policy/reload": {
+            "post": {
+                "summary": "Re-read the policy file the gateway was started with",
+                "responses": {
+                    "200": _json(_ref("PolicyReloadResponse"), "the new policy is active"),
+                    **_errors(400, 404),
+                },
+            }
+        },
+        "/healthz": {
+            "get": {
+                "summary": "Liveness (never needs the API key)",
+                "responses": {"200": _json(_ref("Health"), "alive"), **_errors()},
+            }
+        },
+        "/v1/models": {
+            "get": {
+                "summary": "Models this gateway answers for",
+                "responses": {"200": _json(_ref("ModelList"), "the models"), **_errors()},
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1"), **_errors()},
+            }
+        },
+    }
+
+
+def build_openapi(
+    *,
+    extra_paths: Mapping[str, Any] | None = None,
+    extra_schemas: Mapping[str, Any] | None = None,
+    mcp: bool = True,
+) -> dict[str, Any]:
+    """The document; ``extra_paths``/``extra_schemas`` are merged in (they may not clash)."""
+    paths = _paths()
+    schemas = copy.deepcopy(_SCHEMAS)
+    for name, item in (extra_paths or {}).items():
+        if name in paths:
+            raise ValueError(f"OpenAPI path {name!r} is already described")
+        paths[name] = copy.deepcopy(item)
+    for name, schema in (extra_schemas or {}).items():
+        if name in schemas:
+            raise ValueError(f"OpenAPI schema {name!r} is already described")
+        schemas[name] = copy.deepcopy(schema)
+    description = (
+        "The fak gateway: every tool call is adjudicated by the in-process kernel. "
+        "A deny is a value (HTTP 200 with the verdict), never a 5xx."
+    )
+    if mcp:
+        description += (
+            " MCP (streamable HTTP) is served at /mcp with tools fak_adjudicate, "
+            "fak_syscall and fak_admit; it speaks JSON-RPC and is not described here."
+        )
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "fak gateway",
+            "version": fak_core.__version__,
+            "description": description,
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+            },
+        },
+        "security": [{}, {"bearer": []}, {"apiKey": []}],
+    }
