@@ -13,7 +13,7 @@ from fak_core.gateway.planner import (
     planner_app,
     planner_upstream,
 )
-from fak_core.gateway.proxy_routes import proxy_routes
+from fak_core.gateway.proxy_routes import close_proxy_routes, proxy_lifespan, proxy_routes
 from fak_core.gateway.render import render_verdict
 from fak_core.gateway.state import DEFAULT_MAX_BODY, GatewayState, WireError, raw_arguments
 from fak_core.gateway.upstream import Upstream, UpstreamConfig, UpstreamError
@@ -27,11 +27,13 @@ __all__ = [
     "UpstreamConfig",
     "UpstreamError",
     "WireError",
+    "close_proxy_routes",
     "default_planner",
     "load_planner",
     "parse_planner",
     "planner_app",
     "planner_upstream",
+    "proxy_lifespan",
     "proxy_routes",
     "raw_arguments",
     "render_verdict",
