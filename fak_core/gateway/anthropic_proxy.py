@@ -327,6 +327,9 @@ class AnthropicProxy:
         message_delta: dict[str, Any] | None = None
         started = False
         stopped = False
+        # message_start and pings wait for the first relayed block, so a fault before any
+        # content is still answered with an HTTP status rather than an in-stream error.
+        pending: list[bytes] = []
         async with self.upstream.stream("anthropic", body, client_headers) as resp:
             async for event in upstream_events(resp):
                 ev = event_json(event, "Anthropic")
@@ -341,7 +344,7 @@ class AnthropicProxy:
                         "upstream_error",
                     )
                 if kind == "ping":
-                    yield sse_event("ping", ev)
+                    pending.append(sse_event("ping", ev))
                 elif kind == "message_start":
                     msg = ev.get("message")
                     if not isinstance(msg, dict):
@@ -354,7 +357,7 @@ class AnthropicProxy:
                     ):
                         raise _fmt("tool_use inside message_start")
                     started = True
-                    yield sse_event("message_start", ev)
+                    pending.append(sse_event("message_start", ev))
                 elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
                     if not started:
                         raise UpstreamError(
@@ -384,6 +387,9 @@ class AnthropicProxy:
                             continue
                         index_map[idx] = next_out
                         next_out += 1
+                        for piece in pending:
+                            yield piece
+                        pending.clear()
                         yield sse_event(kind, {**ev, "index": index_map[idx]})
                     elif idx in held:
                         h = held[idx]
@@ -429,7 +435,7 @@ class AnthropicProxy:
         if final.get("stop_reason") == "tool_use" and not proposed:
             raise _fmt("stop_reason is tool_use but no tool_use block was streamed")
         outcome = adjudicate_proposed(self.state, proposed, trace)
-        tail: list[bytes] = []
+        tail: list[bytes] = list(pending)
         for a in outcome.kept:
             i = next_out
             next_out += 1

@@ -11,6 +11,7 @@ import pytest
 from starlette.applications import Starlette
 
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_lifespan, proxy_routes
+from .clients import close_all
 from .kernels import make_state
 from .scripted_upstream import ScriptedUpstream
 from .servers import serve
@@ -74,3 +75,9 @@ def make_gateway(upstream_url: str) -> Iterator[Callable[..., Gateway]]:
             return Gateway(url, state)
 
         yield make
+
+
+@pytest.fixture(autouse=True)
+def _close_sdk_clients() -> Iterator[None]:
+    yield
+    close_all()

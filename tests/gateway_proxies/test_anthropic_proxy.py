@@ -9,13 +9,14 @@ import anthropic
 import httpx
 import pytest
 
+from .clients import anthropic_client
 from .conftest import Gateway
 from .scripted_upstream import Script, ScriptedUpstream
 from .test_openai_proxy import MIX
 
 
 def client(gw: Gateway, key: str = "ak-client") -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=gw.url, api_key=key, max_retries=0, timeout=10)
+    return anthropic_client(gw.url, key)
 
 
 def ask(**kw: Any) -> dict[str, Any]:
@@ -105,7 +106,7 @@ def test_client_credentials_are_forwarded(gateway: Gateway, upstream: ScriptedUp
     headers = upstream.requests[-1].headers
     # anthropic 2.x sends the key as a bearer token; 0.x sent x-api-key: either is relayed
     assert "ak-mine" in (headers.get("x-api-key", ""), headers.get("authorization", "")[7:])
-    assert headers["anthropic-version"] == anthropic.Anthropic(api_key="x").default_headers["anthropic-version"]
+    assert headers["anthropic-version"] == anthropic_client("http://unused").default_headers["anthropic-version"]
     r = httpx.post(gateway.url + "/v1/messages", json=ask(), headers={"x-api-key": "ak-raw"})
     assert r.status_code == 200
     assert upstream.requests[-1].headers["x-api-key"] == "ak-raw"

@@ -10,6 +10,7 @@ import httpx
 import openai
 import pytest
 
+from .clients import openai_client
 from .conftest import Gateway
 from .scripted_upstream import Script, ScriptedUpstream
 
@@ -23,7 +24,7 @@ MIX = [
 
 
 def client(gw: Gateway, key: str = "sk-client") -> openai.OpenAI:
-    return openai.OpenAI(base_url=gw.url + "/v1", api_key=key, max_retries=0, timeout=10)
+    return openai_client(gw.url, key)
 
 
 def ask(**kw: Any) -> dict[str, Any]:
