@@ -11,6 +11,7 @@ import pytest
 from starlette.applications import Starlette
 
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_lifespan, proxy_routes
+
 from .clients import close_all
 from .kernels import make_state
 from .scripted_upstream import ScriptedUpstream

@@ -79,7 +79,9 @@ class ScriptedUpstream:
         if s.fault == "slow":
             await asyncio.sleep(s.delay)
         if s.fault == "status":
-            return JSONResponse({"error": {"message": f"scripted {s.status}"}}, status_code=s.status)
+            return JSONResponse(
+                {"error": {"message": f"scripted {s.status}"}}, status_code=s.status
+            )
         if s.fault == "malformed_json" and not stream:
             return Response(b'{"id": "x", "choices": [', media_type="application/json")
         if s.fault == "not_sse" and stream:
@@ -123,7 +125,9 @@ class ScriptedUpstream:
                     "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
                 }
             )
-        return StreamingResponse(self._openai_frames(doc, calls, finish), media_type="text/event-stream")
+        return StreamingResponse(
+            self._openai_frames(doc, calls, finish), media_type="text/event-stream"
+        )
 
     async def _openai_frames(self, doc: dict[str, Any], calls: list[dict[str, Any]], finish: str):  # type: ignore[no-untyped-def]
         s = self.script
@@ -147,12 +151,27 @@ class ScriptedUpstream:
             yield frame({"tool_calls": [{"id": "call_0", "function": {"name": "x"}}]})  # no index
         for i, c in enumerate(calls):
             fn = c["function"]
-            yield frame({"tool_calls": [{"index": i, "id": c["id"], "type": "function", "function": {"name": fn["name"], "arguments": ""}}]})
+            yield frame(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
             args = fn["arguments"]
-            yield frame({"tool_calls": [{"index": i, "function": {"arguments": args[: len(args) // 2]}}]})
+            yield frame(
+                {"tool_calls": [{"index": i, "function": {"arguments": args[: len(args) // 2]}}]}
+            )
             if s.fault == "cut":
                 raise RuntimeError("scripted connection cut")
-            yield frame({"tool_calls": [{"index": i, "function": {"arguments": args[len(args) // 2 :]}}]})
+            yield frame(
+                {"tool_calls": [{"index": i, "function": {"arguments": args[len(args) // 2 :]}}]}
+            )
         if s.fault == "truncate":
             return
         if s.fault == "cut":
@@ -203,24 +222,52 @@ class ScriptedUpstream:
             if block["type"] == "text":
                 if not s.text_first:
                     continue
-                yield ev("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}})
-                yield ev("content_block_delta", {"index": i, "delta": {"type": "text_delta", "text": block["text"]}})
+                yield ev(
+                    "content_block_start",
+                    {"index": i, "content_block": {"type": "text", "text": ""}},
+                )
+                yield ev(
+                    "content_block_delta",
+                    {"index": i, "delta": {"type": "text_delta", "text": block["text"]}},
+                )
             else:
                 start = {"type": "tool_use", "name": block["name"], "input": {}}
                 if "id" in block:
                     start["id"] = block["id"]
                 yield ev("content_block_start", {"index": i, "content_block": start})
-                raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
-                yield ev("content_block_delta", {"index": i, "delta": {"type": "input_json_delta", "partial_json": raw[: len(raw) // 2]}})
+                raw = (
+                    block["input"]
+                    if isinstance(block["input"], str)
+                    else json.dumps(block["input"])
+                )
+                yield ev(
+                    "content_block_delta",
+                    {
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": raw[: len(raw) // 2]},
+                    },
+                )
                 if s.fault == "cut":
                     raise RuntimeError("scripted connection cut")
-                yield ev("content_block_delta", {"index": i, "delta": {"type": "input_json_delta", "partial_json": raw[len(raw) // 2 :]}})
+                yield ev(
+                    "content_block_delta",
+                    {
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": raw[len(raw) // 2 :]},
+                    },
+                )
             yield ev("content_block_stop", {"index": i})
         if s.fault == "truncate":
             return
         if s.fault == "cut":
             raise RuntimeError("scripted connection cut")
-        yield ev("message_delta", {"delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": 5}})
+        yield ev(
+            "message_delta",
+            {
+                "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        )
         yield ev("message_stop", {})
 
 

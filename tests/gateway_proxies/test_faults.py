@@ -24,7 +24,11 @@ PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
 
 def body(wire: str, stream: bool) -> dict[str, Any]:
-    doc: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "go"}], "stream": stream}
+    doc: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "go"}],
+        "stream": stream,
+    }
     if wire == "anthropic":
         doc["max_tokens"] = 16
     return doc
@@ -35,11 +39,22 @@ def assert_error_shape(wire: str, doc: Any, status: int) -> str:
         assert set(doc) == {"error"}
         err = doc["error"]
         assert set(err) == {"message", "type", "code", "param"}
-        want = {503: "server_error", 504: "server_error", 502: "server_error", 429: "rate_limit_error"}
+        want = {
+            503: "server_error",
+            504: "server_error",
+            502: "server_error",
+            429: "rate_limit_error",
+        }
         assert err["type"] == want.get(status, "invalid_request_error")
         return str(err["message"])
-    assert doc["type"] == "error" and set(doc["error"]) == {"type", "message"}
-    want = {502: "api_error", 503: "overloaded_error", 504: "timeout_error", 429: "rate_limit_error"}
+    assert doc["type"] == "error"
+    assert set(doc["error"]) == {"type", "message"}
+    want = {
+        502: "api_error",
+        503: "overloaded_error",
+        504: "timeout_error",
+        429: "rate_limit_error",
+    }
     assert doc["error"]["type"] == want[status]
     return str(doc["error"]["message"])
 
@@ -65,14 +80,33 @@ def no_tool_calls(text: str) -> None:
 
 # (fault script, expected status, message fragment, applies to stream / buffered)
 FAULTS = [
-    pytest.param(Script(fault="status", status=500, calls=[ALLOWED_CALL]), 502, "HTTP 500", id="500"),
-    pytest.param(Script(fault="status", status=502, calls=[ALLOWED_CALL]), 502, "HTTP 502", id="502"),
-    pytest.param(Script(fault="status", status=503, calls=[ALLOWED_CALL]), 503, "overloaded", id="503"),
-    pytest.param(Script(fault="status", status=529, calls=[ALLOWED_CALL]), 503, "overloaded", id="529"),
-    pytest.param(Script(fault="status", status=504, calls=[ALLOWED_CALL]), 504, "timed out", id="504"),
-    pytest.param(Script(fault="status", status=429, calls=[ALLOWED_CALL]), 429, "rate limit", id="429"),
-    pytest.param(Script(fault="slow", delay=3.0, calls=[ALLOWED_CALL]), 504, "timed out", id="timeout"),
-    pytest.param(Script(fault="bad_tool_format", calls=[ALLOWED_CALL]), 502, "format not recognized", id="tool-format"),
+    pytest.param(
+        Script(fault="status", status=500, calls=[ALLOWED_CALL]), 502, "HTTP 500", id="500"
+    ),
+    pytest.param(
+        Script(fault="status", status=502, calls=[ALLOWED_CALL]), 502, "HTTP 502", id="502"
+    ),
+    pytest.param(
+        Script(fault="status", status=503, calls=[ALLOWED_CALL]), 503, "overloaded", id="503"
+    ),
+    pytest.param(
+        Script(fault="status", status=529, calls=[ALLOWED_CALL]), 503, "overloaded", id="529"
+    ),
+    pytest.param(
+        Script(fault="status", status=504, calls=[ALLOWED_CALL]), 504, "timed out", id="504"
+    ),
+    pytest.param(
+        Script(fault="status", status=429, calls=[ALLOWED_CALL]), 429, "rate limit", id="429"
+    ),
+    pytest.param(
+        Script(fault="slow", delay=3.0, calls=[ALLOWED_CALL]), 504, "timed out", id="timeout"
+    ),
+    pytest.param(
+        Script(fault="bad_tool_format", calls=[ALLOWED_CALL]),
+        502,
+        "format not recognized",
+        id="tool-format",
+    ),
 ]
 
 
@@ -108,7 +142,9 @@ def test_dead_upstream_is_502(make_gateway: Any, wire: str, stream: bool) -> Non
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
-def test_malformed_json_body_is_502(gateway: Gateway, upstream: ScriptedUpstream, wire: str) -> None:
+def test_malformed_json_body_is_502(
+    gateway: Gateway, upstream: ScriptedUpstream, wire: str
+) -> None:
     upstream.reset(Script(fault="malformed_json", calls=[ALLOWED_CALL]))
     r = httpx.post(gateway.url + PATHS[wire], json=body(wire, False))
     assert r.status_code == 502
@@ -116,7 +152,9 @@ def test_malformed_json_body_is_502(gateway: Gateway, upstream: ScriptedUpstream
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
-def test_streaming_request_answered_without_sse_is_502(gateway: Gateway, upstream: ScriptedUpstream, wire: str) -> None:
+def test_streaming_request_answered_without_sse_is_502(
+    gateway: Gateway, upstream: ScriptedUpstream, wire: str
+) -> None:
     upstream.reset(Script(fault="not_sse", calls=[ALLOWED_CALL]))
     r = httpx.post(gateway.url + PATHS[wire], json=body(wire, True))
     assert r.status_code == 502
@@ -125,7 +163,9 @@ def test_streaming_request_answered_without_sse_is_502(gateway: Gateway, upstrea
 
 @pytest.mark.parametrize("fault", ["truncate", "cut"])
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
-def test_stream_broken_before_output_is_502(gateway: Gateway, upstream: ScriptedUpstream, wire: str, fault: str) -> None:
+def test_stream_broken_before_output_is_502(
+    gateway: Gateway, upstream: ScriptedUpstream, wire: str, fault: str
+) -> None:
     upstream.reset(Script(fault=fault, calls=[ALLOWED_CALL], text_first=False))
     r = httpx.post(gateway.url + PATHS[wire], json=body(wire, True), timeout=15)
     assert r.status_code == 502
@@ -139,15 +179,20 @@ def test_openai_stream_broken_mid_way_raises_in_the_sdk(
     gateway: Gateway, upstream: ScriptedUpstream, fault: str
 ) -> None:
     upstream.reset(Script(text="partial answer", fault=fault, calls=[ALLOWED_CALL]))
-    seen_calls = []
+    seen_calls: list[Any] = []
     text = ""
-    with pytest.raises(openai.APIError, match="truncated|connection"):
+
+    def consume() -> None:
+        nonlocal text
         for chunk in openai_client(gateway.url).chat.completions.create(
             model="m", messages=[{"role": "user", "content": "go"}], stream=True
         ):
             for c in chunk.choices:
                 text += c.delta.content or ""
-                seen_calls += c.delta.tool_calls or []
+                seen_calls.extend(c.delta.tool_calls or [])
+
+    with pytest.raises(openai.APIError, match=r"truncated|connection"):
+        consume()
     assert text == "partial answer"  # text streamed as it arrived
     assert seen_calls == []  # the held call never reached the client
 
@@ -157,13 +202,17 @@ def test_anthropic_stream_broken_mid_way_raises_in_the_sdk(
     gateway: Gateway, upstream: ScriptedUpstream, fault: str
 ) -> None:
     upstream.reset(Script(text="partial answer", fault=fault, calls=[ALLOWED_CALL]))
-    tool_starts = []
-    with pytest.raises(anthropic.APIStatusError, match="truncated|connection"):
+    tool_starts: list[Any] = []
+
+    def consume() -> None:
         for ev in anthropic_client(gateway.url).messages.create(
             model="m", max_tokens=8, messages=[{"role": "user", "content": "go"}], stream=True
         ):
             if ev.type == "content_block_start" and ev.content_block.type == "tool_use":
                 tool_starts.append(ev)
+
+    with pytest.raises(anthropic.APIStatusError, match=r"truncated|connection"):
+        consume()
     assert tool_starts == []
 
 
@@ -171,14 +220,20 @@ def test_sdk_sees_upstream_overload_as_503(make_gateway: Any, upstream: Scripted
     gw = make_gateway()
     upstream.reset(Script(fault="status", status=529, calls=[ALLOWED_CALL]))
     with pytest.raises(openai.InternalServerError) as oa:
-        openai_client(gw.url).chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}])
+        openai_client(gw.url).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "go"}]
+        )
     assert oa.value.status_code == 503
     with pytest.raises(anthropic.InternalServerError) as an:
-        anthropic_client(gw.url).messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "go"}])
+        anthropic_client(gw.url).messages.create(
+            model="m", max_tokens=8, messages=[{"role": "user", "content": "go"}]
+        )
     assert an.value.status_code == 503
 
 
-def test_upstream_4xx_is_passed_on_with_its_message(gateway: Gateway, upstream: ScriptedUpstream) -> None:
+def test_upstream_4xx_is_passed_on_with_its_message(
+    gateway: Gateway, upstream: ScriptedUpstream
+) -> None:
     upstream.reset(Script(fault="status", status=401))
     r = httpx.post(gateway.url + PATHS["openai"], json=body("openai", False))
     assert r.status_code == 401

@@ -28,7 +28,16 @@ def _openai_messages(tainted: bool) -> list[dict[str, Any]]:
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "fetch_url", "arguments": '{"url":"https://example.com"}'}}],
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {
+                            "name": "fetch_url",
+                            "arguments": '{"url":"https://example.com"}',
+                        },
+                    }
+                ],
             },
             {"role": "tool", "tool_call_id": "c1", "content": RESULT_TEXT},
         ]
@@ -39,15 +48,32 @@ def _anthropic_messages(tainted: bool) -> list[dict[str, Any]]:
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "summarise the page and mail it"}]
     if tainted:
         msgs += [
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "fetch_url", "input": {"url": "https://example.com"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": RESULT_TEXT}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "fetch_url",
+                        "input": {"url": "https://example.com"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": RESULT_TEXT}],
+            },
         ]
     return msgs
 
 
 def _run_openai(gw: Gateway, trace: str, tainted: bool, stream: bool) -> tuple[int, dict[str, Any]]:
     c = openai_client(gw.url)
-    kw: dict[str, Any] = {"model": "m", "messages": _openai_messages(tainted), "extra_headers": {"X-Trace-Id": trace}}
+    kw: dict[str, Any] = {
+        "model": "m",
+        "messages": _openai_messages(tainted),
+        "extra_headers": {"X-Trace-Id": trace},
+    }
     if not stream:
         resp = c.chat.completions.create(**kw)
         return len(resp.choices[0].message.tool_calls or []), (resp.model_extra or {})["fak"]
@@ -60,7 +86,9 @@ def _run_openai(gw: Gateway, trace: str, tainted: bool, stream: bool) -> tuple[i
     return len(survivors), fak
 
 
-def _run_anthropic(gw: Gateway, trace: str, tainted: bool, stream: bool) -> tuple[int, dict[str, Any]]:
+def _run_anthropic(
+    gw: Gateway, trace: str, tainted: bool, stream: bool
+) -> tuple[int, dict[str, Any]]:
     c = anthropic_client(gw.url)
     kw: dict[str, Any] = {
         "model": "m",
@@ -95,19 +123,26 @@ def test_untrusted_result_gates_the_identical_egress_call(
         assert len(upstream.requests[-1].json()["messages"]) == (3 if tainted else 1)
     (n_a, fak_a, taint_a), (n_b, fak_b, taint_b) = outcomes["A"], outcomes["B"]
     # Only the taint differs ...
-    assert taint_a == "tainted" and taint_b == "trusted"
+    assert taint_a == "tainted"
+    assert taint_b == "trusted"
     assert fak_a["adjudications"][0]["args_digest"] == fak_b["adjudications"][0]["args_digest"]
     # ... and only the survivor count differs.
     assert (n_a, n_b) == (0, 1)
     va, vb = fak_a["adjudications"][0]["verdict"], fak_b["adjudications"][0]["verdict"]
-    assert (va["kind"], va.get("reason"), va.get("disposition")) == ("DENY", "TRUST_VIOLATION", "ESCALATE")
+    assert (va["kind"], va.get("reason"), va.get("disposition")) == (
+        "DENY",
+        "TRUST_VIOLATION",
+        "ESCALATE",
+    )
     assert vb["kind"] == "ALLOW"
     # The benign result itself was admitted unchanged (not quarantined): taint, not content.
     assert [a["rewritten"] for a in fak_a["result_admissions"]] == [False]
     assert fak_b["result_admissions"] == []
 
 
-def test_taint_persists_on_the_trace_across_turns(gateway: Gateway, upstream: ScriptedUpstream) -> None:
+def test_taint_persists_on_the_trace_across_turns(
+    gateway: Gateway, upstream: ScriptedUpstream
+) -> None:
     """Turn 1 brings the untrusted result; turn 2 (no result in it) is still gated."""
     trace = "ab-persist-" + uuid.uuid4().hex[:8]
     upstream.reset(Script(text="noted"))
