@@ -2,9 +2,12 @@
 
 It only translates between the wire and the kernel: every surface decides through
 :class:`GatewayState`, the one decision seam. :func:`create_app` assembles the ASGI app;
-:func:`build_mcp_server` the MCP server; :func:`error_response` is the one error envelope.
+:func:`build_mcp_server` the MCP server; :func:`proxy_routes` the model-API proxies;
+:func:`error_response` is the one error envelope. The parts that pull in Starlette,
+httpx or the MCP SDK are imported on first use.
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from fak_core.gateway.errors import error_body, error_response, error_type_for
@@ -14,29 +17,65 @@ from fak_core.gateway.state import DEFAULT_MAX_BODY, GatewayState, WireError, ra
 __all__ = [
     "DEFAULT_MAX_BODY",
     "GatewayState",
+    "Planner",
+    "PlannerError",
+    "Upstream",
+    "UpstreamConfig",
+    "UpstreamError",
     "WireError",
     "build_mcp_server",
+    "close_proxy_routes",
     "create_app",
+    "default_planner",
     "error_body",
     "error_response",
     "error_type_for",
+    "load_planner",
+    "parse_planner",
+    "planner_app",
+    "planner_upstream",
+    "proxy_lifespan",
+    "proxy_routes",
     "raw_arguments",
     "render_verdict",
 ]
 
+_LAZY = {
+    "create_app": "fak_core.gateway.app",
+    "build_mcp_server": "fak_core.gateway.mcp_server",
+    "Planner": "fak_core.gateway.planner",
+    "PlannerError": "fak_core.gateway.planner",
+    "default_planner": "fak_core.gateway.planner",
+    "load_planner": "fak_core.gateway.planner",
+    "parse_planner": "fak_core.gateway.planner",
+    "planner_app": "fak_core.gateway.planner",
+    "planner_upstream": "fak_core.gateway.planner",
+    "close_proxy_routes": "fak_core.gateway.proxy_routes",
+    "proxy_lifespan": "fak_core.gateway.proxy_routes",
+    "proxy_routes": "fak_core.gateway.proxy_routes",
+    "Upstream": "fak_core.gateway.upstream",
+    "UpstreamConfig": "fak_core.gateway.upstream",
+    "UpstreamError": "fak_core.gateway.upstream",
+}
+
 if TYPE_CHECKING:
     from fak_core.gateway.app import create_app
     from fak_core.gateway.mcp_server import build_mcp_server
+    from fak_core.gateway.planner import (
+        Planner,
+        PlannerError,
+        default_planner,
+        load_planner,
+        parse_planner,
+        planner_app,
+        planner_upstream,
+    )
+    from fak_core.gateway.proxy_routes import close_proxy_routes, proxy_lifespan, proxy_routes
+    from fak_core.gateway.upstream import Upstream, UpstreamConfig, UpstreamError
 
 
 def __getattr__(name: str) -> object:
-    # The app and the MCP server pull in Starlette and the MCP SDK: import them on use.
-    if name == "create_app":
-        from fak_core.gateway.app import create_app
-
-        return create_app
-    if name == "build_mcp_server":
-        from fak_core.gateway.mcp_server import build_mcp_server
-
-        return build_mcp_server
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module), name)

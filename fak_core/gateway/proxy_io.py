@@ -1,0 +1,110 @@
+"""Request and stream plumbing the proxy routes share: capped body reads, SSE framing.
+
+Reading is capped at the gateway's body limit while the body arrives (an oversize body
+is refused before it is buffered whole). Upstream event streams are parsed with
+``httpx-sse``; transport failures mid-stream become :class:`UpstreamError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import orjson
+from httpx_sse import EventSource, ServerSentEvent
+from starlette.requests import Request
+
+from fak_core.gateway.upstream import UpstreamError, transport_error
+
+__all__ = [
+    "BodyTooLarge",
+    "decode_json_object",
+    "read_body",
+    "sse_data",
+    "sse_event",
+    "upstream_events",
+]
+
+
+class BodyTooLarge(Exception):
+    """The request body is over the gateway's limit (answer 413)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request body is larger than {limit} bytes; send a smaller body")
+        self.limit = limit
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body, refusing as soon as it grows past ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_json_object(body: bytes) -> dict[str, Any]:
+    """Decode a request body that must be a JSON object; ``ValueError`` says what is wrong."""
+    if not body.strip():
+        raise ValueError("request body is empty; send a JSON object")
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"malformed JSON body: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"request body must be a JSON object, not {type(doc).__name__}")
+    return doc
+
+
+def sse_data(payload: Any) -> bytes:
+    """One ``data:`` event (the OpenAI framing)."""
+    text = payload if isinstance(payload, str) else orjson.dumps(payload).decode("utf-8")
+    return f"data: {text}\n\n".encode()
+
+
+def sse_event(event: str, payload: Any) -> bytes:
+    """One named event (the Anthropic framing)."""
+    return f"event: {event}\ndata: {orjson.dumps(payload).decode('utf-8')}\n\n".encode()
+
+
+async def upstream_events(resp: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+    """The upstream's events; a transport failure mid-stream becomes :class:`UpstreamError`.
+
+    An event cut off before its terminating blank line is never yielded.
+    """
+    source = EventSource(resp).aiter_sse()
+    try:
+        while True:
+            try:
+                event = await source.__anext__()
+            except StopAsyncIteration:
+                return
+            except httpx.HTTPError as exc:
+                raise transport_error(exc) from exc
+            yield event
+    finally:
+        await source.aclose()
+
+
+def event_json(event: ServerSentEvent, wire: str) -> dict[str, Any]:
+    """An event's data as a JSON object, else :class:`UpstreamError` (502)."""
+    try:
+        doc = orjson.loads(event.data)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamError(
+            502,
+            f"upstream {wire} stream sent an event that is not JSON: {exc}",
+            "upstream_malformed",
+        ) from None
+    if not isinstance(doc, dict):
+        raise UpstreamError(
+            502, f"upstream {wire} stream sent an event that is not an object", "upstream_malformed"
+        )
+    return doc

@@ -1,0 +1,143 @@
+"""Property: the survivors are exactly the ALLOW and TRANSFORM calls, in order.
+
+Hypothesis generates mixes of proposed calls whose verdict is known from how they were
+built (allowed, denied, repaired, witness-gated, quarantined, unknown, malformed
+arguments). Gateway and upstream both run in process (``httpx.ASGITransport``) for speed;
+both wires, buffered and streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.applications import Starlette
+
+from fak_core.gateway import UpstreamConfig, proxy_routes
+
+from .kernels import make_state
+from .scripted_upstream import Script, ScriptedUpstream
+
+_UPSTREAM = ScriptedUpstream()
+_STATE = make_state()
+_APP = Starlette(
+    routes=proxy_routes(
+        _STATE,
+        UpstreamConfig(base_url="http://up/v1", transport=httpx.ASGITransport(app=_UPSTREAM.app)),
+    )
+)
+
+words = st.text("abcdefgh", min_size=1, max_size=6)
+plain_args = st.dictionaries(
+    words.filter(lambda w: w != "password"), st.integers(0, 99) | words, max_size=3
+)
+
+# (category, name, arguments); the expected outcome follows from the category alone.
+CALLS = st.one_of(
+    st.tuples(
+        st.just("allow"), st.sampled_from(["send_email", "fetch_url", "get_user"]), plain_args
+    ),
+    st.tuples(
+        st.just("transform"), st.just("get_user"), plain_args.map(lambda a: {**a, "password": "pw"})
+    ),
+    st.tuples(st.just("deny"), st.just("deny_thing"), plain_args),
+    st.tuples(st.just("deny"), st.sampled_from(["frobnicate", "rm_all"]), plain_args),
+    st.tuples(st.just("witness"), st.just("wire_money"), plain_args),
+    st.tuples(st.just("quarantine"), st.just("hold_thing"), plain_args),
+    st.tuples(
+        st.just("malformed"),
+        st.just("send_email"),
+        st.sampled_from(["{bad", "[1,2]", '"str"', '{"a":']),
+    ),
+)
+
+
+def expected(mix: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    out = []
+    for i, (cat, name, args) in enumerate(mix):
+        if cat == "allow":
+            out.append((f"{i}", name, args))
+        elif cat == "transform":
+            out.append((f"{i}", name, {k: v for k, v in args.items() if k != "password"}))
+    return out
+
+
+async def _turn(wire: str, stream: bool) -> tuple[int, str]:
+    doc: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "go"}],
+        "stream": stream,
+    }
+    path = "/v1/chat/completions" if wire == "openai" else "/v1/messages"
+    if wire == "anthropic":
+        doc["max_tokens"] = 8
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
+    ) as c:
+        r = await c.post(path, json=doc, headers={"x-trace-id": "prop-clean"})
+        return r.status_code, r.text
+
+
+def survivors(wire: str, stream: bool, text: str) -> list[tuple[str, str, Any]]:
+    if not stream:
+        doc = json.loads(text)
+        if wire == "openai":
+            calls = doc["choices"][0]["message"].get("tool_calls") or []
+            return [
+                (
+                    c["id"].split("_")[-1],
+                    c["function"]["name"],
+                    json.loads(c["function"]["arguments"]),
+                )
+                for c in calls
+            ]
+        return [
+            (b["id"].split("_")[-1], b["name"], b["input"])
+            for b in doc["content"]
+            if b["type"] == "tool_use"
+        ]
+    events = [json.loads(ln[6:]) for ln in text.splitlines() if ln.startswith("data: {")]
+    if wire == "openai":
+        acc: dict[int, list[str]] = {}
+        for e in events:
+            for ch in e["choices"]:
+                for tc in ch["delta"].get("tool_calls") or []:
+                    acc.setdefault(tc["index"], ["", "", ""])
+                    acc[tc["index"]][0] += tc.get("id") or ""
+                    acc[tc["index"]][1] += tc["function"].get("name") or ""
+                    acc[tc["index"]][2] += tc["function"].get("arguments") or ""
+        assert sorted(acc) == list(range(len(acc)))  # survivors are re-indexed 0..k-1
+        return [(v[0].split("_")[-1], v[1], json.loads(v[2])) for _, v in sorted(acc.items())]
+    blocks: dict[int, list[Any]] = {}
+    for e in events:
+        if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use":
+            blocks[e["index"]] = [
+                e["content_block"]["id"].split("_")[-1],
+                e["content_block"]["name"],
+                "",
+            ]
+        elif e["type"] == "content_block_delta" and e["index"] in blocks:
+            blocks[e["index"]][2] += e["delta"]["partial_json"]
+    return [(b[0], b[1], json.loads(b[2])) for _, b in sorted(blocks.items())]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mix=st.lists(CALLS, max_size=6),
+    wire=st.sampled_from(["openai", "anthropic"]),
+    stream=st.booleans(),
+)
+def test_survivors_are_exactly_allow_and_transform_in_order(
+    mix: list[tuple[str, str, Any]], wire: str, stream: bool
+) -> None:
+    _UPSTREAM.reset(Script(text="t", calls=[(name, args) for _, name, args in mix]))
+    status, text = asyncio.run(_turn(wire, stream))
+    assert status == 200, text
+    assert survivors(wire, stream, text) == expected(mix)
+    # and the refusal note appears exactly when something was proposed and nothing survived
+    refused = "All proposed tool calls were refused" in text
+    assert refused == (bool(mix) and not expected(mix))
