@@ -11,6 +11,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from fak_core.gateway.errors import error_body, error_response, error_type_for
+
+# Eager: the module shares the function's name, and a lazy import would leave the
+# package attribute bound to the module once anything imported it.
+from fak_core.gateway.proxy_routes import close_proxy_routes, proxy_lifespan, proxy_routes
 from fak_core.gateway.render import render_verdict
 from fak_core.gateway.state import DEFAULT_MAX_BODY, GatewayState, WireError, raw_arguments
 
@@ -50,9 +54,6 @@ _LAZY = {
     "parse_planner": "fak_core.gateway.planner",
     "planner_app": "fak_core.gateway.planner",
     "planner_upstream": "fak_core.gateway.planner",
-    "close_proxy_routes": "fak_core.gateway.proxy_routes",
-    "proxy_lifespan": "fak_core.gateway.proxy_routes",
-    "proxy_routes": "fak_core.gateway.proxy_routes",
     "Upstream": "fak_core.gateway.upstream",
     "UpstreamConfig": "fak_core.gateway.upstream",
     "UpstreamError": "fak_core.gateway.upstream",
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
         planner_app,
         planner_upstream,
     )
-    from fak_core.gateway.proxy_routes import close_proxy_routes, proxy_lifespan, proxy_routes
     from fak_core.gateway.upstream import Upstream, UpstreamConfig, UpstreamError
 
 
