@@ -44,6 +44,7 @@ from fak_core.flow.secretscan import scan
 
 __all__ = [
     "STEPS",
+    "STEP_CHECKS",
     "ExistingFlow",
     "GeneratedFlow",
     "GenerationContext",
@@ -64,6 +65,23 @@ STEPS = (
 )
 
 Progress = Callable[[int, str, str], None]
+
+#: The checks each step runs (recorded in its result whether it passes or fails).
+STEP_CHECKS: dict[str, tuple[str, ...]] = {
+    "resolve-inputs": (
+        "workspace", "identity", "flow-version", "repository", "baseline-branch",
+        "requirement-sources", "capabilities-available",
+    ),
+    "determine-flow": ("flow-origin", "generated-flow-shape", "generated-flow-inputs"),
+    "compile": COMPILER_CHECKS,
+    "assess-risk": ("classification", "confidence", "approval"),
+    "reauthorise": (
+        "exact-references", "no-floating-references", "grants", "repository-and-branch",
+        "models", "compatibility", "budget", "risk",
+    ),
+    "freeze": ("snapshot", "execution-specification", "capability-lock", "secret-free"),
+    "digest": ("rfc8785-canonical-json", "sha256", "runner-revalidation"),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -605,13 +623,15 @@ def preflight(
             detail = run()
         except _Failed as failed:
             findings = tuple(sorted(set(failed.findings)))
-            results.append(StepResult(name, number, StepStatus.FAILED, failed.checks, findings))
+            results.append(StepResult(name, number, StepStatus.FAILED, STEP_CHECKS[name], findings))
             changes = tuple(
                 dict.fromkeys(f"{f.path or name}: {repair_hint(f.code)}" for f in findings)
             )
             repair = Repair(name, number, findings[0].message, changes)
         else:
-            results.append(StepResult(name, number, StepStatus.PASSED, (name,), (), detail))
+            results.append(
+                StepResult(name, number, StepStatus.PASSED, STEP_CHECKS[name], (), detail)
+            )
         if on_progress:
             on_progress(number, name, results[-1].status)
     if repair is not None:
