@@ -60,6 +60,11 @@ class StepResult:
 
 
 _HINTS = {
+    "WORKSPACE_INVALID": "fix the workspace file at the path named",
+    "FLOW_INVALID": "fix the flow document at the path named",
+    "FLOW_INPUT_MISMATCH": "a generated flow must keep the task's repository and requirements",
+    "BUDGET_UNBOUNDED": "set runtime.max_tokens and runtime.timeout_s on the node",
+    "RISK_INCOMPLETE": "every node needs a risk assessment",
     "UNKNOWN_USER": "run preflight as a user listed in the workspace file",
     "UNKNOWN_REPOSITORY": "use a repository the workspace declares, or add it to the workspace",
     "UNKNOWN_BRANCH": "pick a baseline branch the repository has",
