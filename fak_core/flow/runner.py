@@ -82,13 +82,24 @@ def revalidate(manifest: Manifest, expected_digest: str | None = None) -> tuple[
             )
         )
     try:
+        out.extend(_content_findings(body))
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        out.append(Finding("MALFORMED_MANIFEST", "manifest", f"{type(exc).__name__}: {exc}"))
+    out.extend(scan(body, path="manifest"))
+    return tuple(sorted(set(out)))
+
+
+def _content_findings(body: dict[str, Any]) -> list[Finding]:
+    """Re-derive everything the body claims from its snapshot, with the shared compiler."""
+    out: list[Finding] = []
+    try:
         snapshot = body["snapshot"]["flow"]
         flow = flow_from_dict(snapshot, "manifest.snapshot.flow")
         plan, lock, risk = body["plan"], body["lock"], body["risk"]
     except (KeyError, TypeError) as exc:
-        return (*out, Finding("MALFORMED_MANIFEST", "manifest", f"missing part {exc}"))
+        return [*out, Finding("MALFORMED_MANIFEST", "manifest", f"missing part {exc}")]
     except FlowSpecError as exc:
-        return (*out, Finding("MALFORMED_MANIFEST", "manifest.snapshot.flow", str(exc)))
+        return [*out, Finding("MALFORMED_MANIFEST", "manifest.snapshot.flow", str(exc))]
     compiled = compile_flow(flow)
     out.extend(compiled.findings)
     if compiled.ok and compiled.plan != plan:
@@ -113,7 +124,7 @@ def revalidate(manifest: Manifest, expected_digest: str | None = None) -> tuple[
             )
     used: set[tuple[str, str, str]] = set()
     if not isinstance(lock, list) or not all(isinstance(e, dict) for e in lock):
-        return (*out, Finding("MALFORMED_MANIFEST", "manifest.lock", "expected a list of entries"))
+        return [*out, Finding("MALFORMED_MANIFEST", "manifest.lock", "expected a list of entries")]
     for path, ref in _all_refs(flow):
         if ref.floating:
             out.append(
@@ -134,8 +145,7 @@ def revalidate(manifest: Manifest, expected_digest: str | None = None) -> tuple[
             out.append(
                 Finding("LOCK_MISMATCH", f"manifest.lock[{i}]", "a locked capability no node uses")
             )
-    out.extend(scan(body, path="manifest"))
-    return tuple(sorted(set(out)))
+    return out
 
 
 def load_verified_manifest(path: str | Path, expected_digest: str | None = None) -> Manifest:

@@ -184,9 +184,12 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
 def _different(old: Any, draw: Any) -> Any:
     new = draw(leaves | st.lists(leaves, max_size=2) | st.dictionaries(keys, leaves, max_size=2))
     same_number = (
-        isinstance(old, (int, float)) and isinstance(new, (int, float))
-        and not isinstance(old, bool) and not isinstance(new, bool) and old == new
-    )  # fmt: skip
+        isinstance(old, (int, float))
+        and isinstance(new, (int, float))
+        and not isinstance(old, bool)
+        and not isinstance(new, bool)
+        and old == new
+    )
     if same_number or json.dumps(new, sort_keys=True) == json.dumps(old, sort_keys=True):
         return [old]  # certainly different
     return new

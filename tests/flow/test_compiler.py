@@ -151,10 +151,17 @@ def test_generators_reach_every_finding_kind() -> None:
 
     collect()
     assert seen >= {
-        "DUPLICATE_NODE_ID", "DUPLICATE_INPUT", "DUPLICATE_ARTIFACT", "MISSING_SOURCE",
-        "MULTIPLE_SOURCES", "UNQUALIFIED_REFERENCE", "UNKNOWN_SOURCE", "TYPE_MISMATCH",
-        "CYCLE", "ILLEGAL_REWORK_TARGET",
-    }  # fmt: skip
+        "DUPLICATE_NODE_ID",
+        "DUPLICATE_INPUT",
+        "DUPLICATE_ARTIFACT",
+        "MISSING_SOURCE",
+        "MULTIPLE_SOURCES",
+        "UNQUALIFIED_REFERENCE",
+        "UNKNOWN_SOURCE",
+        "TYPE_MISMATCH",
+        "CYCLE",
+        "ILLEGAL_REWORK_TARGET",
+    }
 
 
 @settings(max_examples=150)
