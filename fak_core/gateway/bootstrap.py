@@ -22,7 +22,13 @@ from fak_core.policy import Policy, PolicyError, default_policy, load_policy, po
 from fak_core.provenance import Source
 from fak_core.schemas import InvalidSchemaError
 
-__all__ = ["BootstrapError", "build_state", "describe_policy", "load_tools_module"]
+__all__ = [
+    "BootstrapError",
+    "build_state",
+    "describe_policy",
+    "load_tools_module",
+    "manifest_policy",
+]
 
 
 class BootstrapError(Exception):
@@ -94,14 +100,40 @@ def register_tools(kernel: Kernel, module: ModuleType, spec: str) -> list[str]:
     return sorted(tools)
 
 
-def build_state(
-    policy_path: str | None = None, tools: str | None = None, **state_options: Any
-) -> GatewayState:
-    """A :class:`GatewayState` over a kernel with the policy file (or built-in) and tools."""
+def manifest_policy(path: str, node: str | None) -> tuple[Policy, str]:
+    """The kernel policy one node of a frozen manifest compiles to, and the manifest digest.
+
+    The manifest is re-validated first (digest, compilation, no floating reference, no
+    secret); a tampered one is refused with the runner's findings.
+    """
+    from fak_core.flow import ManifestError, kernel_policy_for, load_verified_manifest
+
+    if not node:
+        raise BootstrapError("--manifest needs --node ID: the node whose capability lock to run")
     try:
-        policy: Policy = load_policy(policy_path) if policy_path else default_policy()
-    except PolicyError as exc:
-        raise BootstrapError(str(exc)) from exc
+        manifest = load_verified_manifest(path)
+    except ManifestError as exc:
+        raise BootstrapError(f"--manifest {path}: refused: {exc}") from exc
+    try:
+        policy = kernel_policy_for(manifest, node)
+    except KeyError:
+        raise BootstrapError(f"--node {node}: the manifest has no node with that id") from None
+    return policy, manifest.digest
+
+
+def build_state(
+    policy_path: str | None = None,
+    tools: str | None = None,
+    *,
+    policy: Policy | None = None,
+    **state_options: Any,
+) -> GatewayState:
+    """A :class:`GatewayState` over a kernel with the policy (file, given or built-in), tools."""
+    if policy is None:
+        try:
+            policy = load_policy(policy_path) if policy_path else default_policy()
+        except PolicyError as exc:
+            raise BootstrapError(str(exc)) from exc
     kernel = Kernel(policy)
     if tools:
         register_tools(kernel, load_tools_module(tools), tools)

@@ -17,7 +17,12 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from fak_core.gateway.bootstrap import BootstrapError, build_state, describe_policy
+from fak_core.gateway.bootstrap import (
+    BootstrapError,
+    build_state,
+    describe_policy,
+    manifest_policy,
+)
 from fak_core.gateway.state import GatewayState
 
 __all__ = ["bind_socket", "load_proxy_routes", "register", "serve"]
@@ -27,6 +32,10 @@ def register(subparsers: Any) -> None:
     """Add ``serve`` to the ``fak`` command line."""
     p = subparsers.add_parser("serve", help="run the gateway over HTTP (and MCP at /mcp)")
     p.add_argument("--policy", metavar="FILE", help="policy file; default: the built-in one")
+    p.add_argument(
+        "--manifest", metavar="FILE", help="run one node of a frozen flow manifest (with --node)"
+    )
+    p.add_argument("--node", metavar="ID", help="the manifest node whose capability lock to run")
     p.add_argument("--tools", metavar="MODULE", help="module or .py file exposing TOOLS")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
@@ -119,6 +128,15 @@ def serve(ns: argparse.Namespace) -> int:
             if ns.max_body <= 0:
                 raise BootstrapError("--max-body must be a positive number of bytes")
             options["max_body"] = ns.max_body
+        described: str | None = None
+        if ns.manifest:
+            if ns.policy:
+                raise BootstrapError("--manifest and --policy exclude each other: pick one")
+            policy, manifest_digest = manifest_policy(ns.manifest, ns.node)
+            options["policy"] = policy
+            described = f"manifest {ns.manifest} node {ns.node} ({manifest_digest})"
+        elif ns.node:
+            raise BootstrapError("--node goes with --manifest FILE")
         state = build_state(ns.policy, ns.tools, **options)
         extra = load_proxy_routes(state, ns.upstream, upstream_key)
         health = {"planner": "proxy" if ns.upstream else ("scripted" if extra else "none")}
@@ -134,10 +152,8 @@ def serve(ns: argparse.Namespace) -> int:
     except BootstrapError as exc:
         print(f"fak serve: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"fak serve: listening on {_url(sock)} policy {describe_policy(state, ns.policy)}",
-        flush=True,
-    )
+    policy_text = describe_policy(state, described or ns.policy)
+    print(f"fak serve: listening on {_url(sock)} policy {policy_text}", flush=True)
     config = uvicorn.Config(app, log_level=ns.log_level, lifespan="on", access_log=False)
     server = uvicorn.Server(config)
     try:
