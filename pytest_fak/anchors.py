@@ -81,9 +81,7 @@ class AnchorProbe:
         elif self.mode == "private":
             self._cov.stop()
 
-    def results(
-        self, wanted: Mapping[str, Iterable[Anchor]]
-    ) -> dict[str, dict[str, bool | None]]:
+    def results(self, wanted: Mapping[str, Iterable[Anchor]]) -> dict[str, dict[str, bool | None]]:
         """For each witness, each anchor: executed (True), not (False), unmeasured (None)."""
         out: dict[str, dict[str, bool | None]] = {}
         if self._cov is None:

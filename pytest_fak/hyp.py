@@ -16,12 +16,14 @@ PROFILE = "fak"
 MUTANT_PROFILE = "fak-mutant"
 
 
-def register_profiles(mutant_examples: int) -> None:
+def register_profiles(mutant_examples: int, max_examples: int | None = None) -> None:
     """Register ``fak`` (derandomised, no database, blob printed) and ``fak-mutant``."""
     from hypothesis import HealthCheck, Phase, settings
 
+    extra: dict[str, Any] = {"max_examples": max_examples} if max_examples else {}
     settings.register_profile(
         PROFILE,
+        **extra,
         derandomize=True,
         database=None,
         deadline=None,
@@ -41,13 +43,6 @@ def load_profile(name: str) -> None:
     from hypothesis import settings
 
     settings.load_profile(name)
-
-
-def current_profile() -> dict[str, Any]:
-    from hypothesis import settings
-
-    s = settings.default
-    return {"max_examples": s.max_examples, "derandomize": s.derandomize}
 
 
 class ExampleCounter:

@@ -62,6 +62,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="Hypothesis example budget of a witness re-run under a mutant (default: 25)",
     )
+    group.addoption(
+        "--fak-max-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="max_examples of the 'fak' Hypothesis profile (default: Hypothesis's own)",
+    )
     parser.addini(
         "fak_theorems_dirs",
         type="paths",

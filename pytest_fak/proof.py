@@ -66,8 +66,9 @@ class ProofSession:
         self.result: dict[str, Any] | None = None
         self.written: list[Path] = []
         files = {a.filename for t in self.index for a in t.anchors}
-        self.probe = AnchorProbe(files, config.pluginmanager.has_plugin("_cov_contexts"))
+        self.probe = AnchorProbe(files)
         self.modes: set[str] = set()
+        self.local_anchors: dict[str, dict[str, bool | None]] = {}
         self.session_items: list[pytest.Item] = []
         self._hyp_saved: Any = None
         self._obs_cov_saved: Any = None
@@ -127,7 +128,7 @@ class ProofSession:
         except ImportError:  # pragma: no cover - hypothesis is a dependency
             return
         self._hyp_saved = settings.get_current_profile_name()
-        hyp.register_profiles(self.mutant_examples)
+        hyp.register_profiles(self.mutant_examples, self.config.getoption("fak_max_examples"))
         hyp.load_profile(hyp.PROFILE)
         # Observability's own line tracer is slow on 3.11 and we measure lines ourselves.
         self._obs_cov_saved = obs.OBSERVABILITY_COLLECT_COVERAGE
@@ -220,6 +221,10 @@ class ProofSession:
         try:
             with counter:
                 if anchored:
+                    # pytest-cov registers its per-test context switcher at session start.
+                    self.probe.pytest_cov_contexts = self.config.pluginmanager.has_plugin(
+                        "_cov_contexts"
+                    )
                     self.probe.begin(item.nodeid)
                 try:
                     res = yield
@@ -284,7 +289,8 @@ class ProofSession:
         if ids:
             data: dict[str, Any] = {"theorems": list(ids)}
             if call.when == "call":
-                data.update(item.stash.get(_EVIDENCE, {}))
+                evidence: dict[str, Any] = item.stash.get(_EVIDENCE, {})
+                data.update(evidence)
             rep.fak = data  # type: ignore[attr-defined]
         return rep
 
@@ -346,9 +352,19 @@ class ProofSession:
         if mode:
             self.modes.add(mode)
 
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        # Innermost wrapper: read the anchor lines right after the tests ran, before
+        # pytest-cov's own wrapper stops, saves and resets the shared measurement.
+        try:
+            return (yield)
+        finally:
+            if self.probe.measured_nodeids:
+                self.local_anchors = self.probe.results(self._wanted())
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        anchors = self.probe.results(self._wanted()) if self.probe.measured_nodeids else {}
+        anchors = self.local_anchors
         if self.probe.mode:
             self.modes.add(self.probe.mode)
         if self.is_worker:
@@ -423,4 +439,3 @@ def _skip_reason(rep: pytest.TestReport) -> str | None:
 
 def _tail(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
-

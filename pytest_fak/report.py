@@ -42,6 +42,11 @@ def relpath(path: str | os.PathLike[str], root: Path) -> str:
     try:
         return p.relative_to(root.resolve()).as_posix()
     except ValueError:
+        pass
+    pkg_parent = Path(__file__).resolve().parent.parent  # files of the bundled pack
+    try:
+        return p.relative_to(pkg_parent).as_posix()
+    except ValueError:
         return p.as_posix()
 
 

@@ -32,7 +32,9 @@ __all__ = [
 _JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
 _JSON = st.recursive(
     _JSON_SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -45,8 +47,9 @@ def tool_calls(
     tool: str, schema: Mapping[str, Any], *, trace_id: str = "fak-witness"
 ) -> st.SearchStrategy[Any]:
     """``ToolCall`` values for ``tool`` whose arguments satisfy ``schema``."""
-    from fak_core import ToolCall
     from hypothesis_jsonschema import from_schema
+
+    from fak_core import ToolCall
 
     args = from_schema(dict(schema)).filter(lambda v: isinstance(v, dict))
     return args.map(lambda v: ToolCall(tool, _dumps(v), trace_id))
@@ -85,9 +88,7 @@ def schema_violating_args(schema: Mapping[str, Any]) -> st.SearchStrategy[str]:
         negated: st.SearchStrategy[Any] = from_schema({"not": dict(schema)}) | objects
     except Exception:
         negated = objects
-    return (
-        negated.filter(lambda v: isinstance(v, dict) and not validator.is_valid(v)).map(_dumps)
-    )
+    return negated.filter(lambda v: isinstance(v, dict) and not validator.is_valid(v)).map(_dumps)
 
 
 @dataclass(frozen=True)
@@ -199,10 +200,16 @@ def session_scripts(
     max_steps: int = 8,
 ) -> st.SearchStrategy[SessionScript]:
     """Session scripts; ``untrusted`` True/False forces with/without an untrusted result."""
-    args = st.dictionaries(st.sampled_from(["q", "id", "to", "url", "n"]), _JSON_SCALARS, max_size=3)
-    call = st.builds(lambda t, a: Step("call", t, _dumps(a)), st.sampled_from(list(call_tools)), args)
+    args = st.dictionaries(
+        st.sampled_from(["q", "id", "to", "url", "n"]), _JSON_SCALARS, max_size=3
+    )
+    call = st.builds(
+        lambda t, a: Step("call", t, _dumps(a)), st.sampled_from(list(call_tools)), args
+    )
     trusted_result = st.builds(
-        lambda t, p: Step("result", t, p), st.sampled_from(list(trusted_sources)), st.text(max_size=30)
+        lambda t, p: Step("result", t, p),
+        st.sampled_from(list(trusted_sources)),
+        st.text(max_size=30),
     )
     untrusted_result = st.builds(
         lambda t, p: Step("result", t, p, True),
@@ -217,7 +224,7 @@ def session_scripts(
     if untrusted is True:
         scripts = st.builds(
             lambda sc, u, i: SessionScript(
-                sc.steps[: i % (len(sc.steps) + 1)] + (u,) + sc.steps[i % (len(sc.steps) + 1) :]
+                (*sc.steps[: i % (len(sc.steps) + 1)], u, *sc.steps[i % (len(sc.steps) + 1) :])
             ),
             scripts,
             untrusted_result,

@@ -61,10 +61,11 @@ REGIMES = {
     "C": "integrity",
     "D": "decision procedure",
 }
-_HEADING = re.compile(r"^##\s+(?P<id>\S+)\s+[—–-]\s+(?P<title>\S.*?)\s*$")
+_DASHES = "[\u2014\u2013-]"  # em dash, en dash or hyphen
+_HEADING = re.compile(r"^##\s+(?P<id>\S+)\s+" + _DASHES + r"\s+(?P<title>\S.*?)\s*$")
 _LABEL = re.compile(r"^\*\*(?P<label>[A-Z][A-Z-]*)\.\*\*(?:\s+(?P<rest>.*?))?\s*$")
 _BULLET = re.compile(r"^- (?P<body>.*\S)\s*$")
-_CODE_BULLET = re.compile(r"^`(?P<code>[^`]+)`(?:\s+[—–-]\s+(?P<note>\S.*))?$")
+_CODE_BULLET = re.compile(r"^`(?P<code>[^`]+)`(?:\s+" + _DASHES + r"\s+(?P<note>\S.*))?$")
 _FILE_LINE = re.compile(r"\b[\w/.-]+\.py:\d+\b")
 _SYMBOL_IN_TEXT = re.compile(r"`([^`\s]+:[^`\s]+)`")
 _TEXT_FIELDS = ("THEOREM", "REGIME", "PROOF", "SCOPED-OUT")
@@ -208,8 +209,7 @@ def _bullets(
             raise TheoremError(
                 path,
                 lineno,
-                f"**{label}.** holds only '- ' bullets (indent a continuation line by two "
-                "spaces)",
+                f"**{label}.** holds only '- ' bullets (indent a continuation line by two spaces)",
             )
     return items
 
@@ -238,9 +238,7 @@ def _build(path: str, section: _Section, mutant_modules: tuple[str, ...]) -> The
     scoped = "SCOPED-OUT" in fields
     for req in _REQUIRED:
         if req not in fields:
-            raise TheoremError(
-                path, section.line, f"{section.id} has no **{req}.** field; add one"
-            )
+            raise TheoremError(path, section.line, f"{section.id} has no **{req}.** field; add one")
     for req in ("ANCHORS", "MUTANTS"):
         if req not in fields and not scoped:
             raise TheoremError(
@@ -256,12 +254,12 @@ def _build(path: str, section: _Section, mutant_modules: tuple[str, ...]) -> The
     regime = texts["REGIME"]
     if regime not in REGIMES:
         opts = ", ".join(f"{k} ({v})" for k, v in REGIMES.items())
-        raise TheoremError(
-            path, fields["REGIME"][0], f"regime {regime!r} is not one of {opts}"
-        )
-    _check_symbols(path, fields["PROOF"][0], fields["PROOF"][1] + "\n" + "\n".join(
-        raw for _, raw in fields["PROOF"][2]
-    ))
+        raise TheoremError(path, fields["REGIME"][0], f"regime {regime!r} is not one of {opts}")
+    _check_symbols(
+        path,
+        fields["PROOF"][0],
+        fields["PROOF"][1] + "\n" + "\n".join(raw for _, raw in fields["PROOF"][2]),
+    )
     anchors: list[Anchor] = []
     if "ANCHORS" in fields:
         line, inline, body = fields["ANCHORS"]
@@ -348,7 +346,9 @@ def _preamble_modules(path: str, lines: list[tuple[int, str]]) -> tuple[str, ...
             name = code.group("code") if code else ""
             if not re.match(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$", name):
                 raise TheoremError(
-                    path, lineno, "a mutant module is a dotted module name in backticks: - `pkg.mod`"
+                    path,
+                    lineno,
+                    "a mutant module is a dotted module name in backticks: - `pkg.mod`",
                 )
             modules.append(name)
     return tuple(modules)
@@ -372,8 +372,7 @@ def parse_document(path: str | Path, text: str | None = None) -> list[Theorem]:
                 raise TheoremError(
                     p,
                     lineno,
-                    "a theorem heading is '## <ID> — <title>' with an id like A7.1 "
-                    f"(got {raw!r})",
+                    f"a theorem heading is '## <ID> — <title>' with an id like A7.1 (got {raw!r})",
                 )
             sections.append(_Section(m.group("id"), m.group("title"), lineno))
         elif raw.startswith("#") and not raw.startswith("# ") and not in_fence and sections:
@@ -436,7 +435,9 @@ def load_theorems(dirs: Sequence[str | Path]) -> tuple[TheoremIndex, list[Theore
         root = Path(d)
         if not root.is_dir():
             errors.append(
-                TheoremError(root, 0, "theorems directory does not exist; create it or fix the path")
+                TheoremError(
+                    root, 0, "theorems directory does not exist; create it or fix the path"
+                )
             )
             continue
         for f in sorted(root.rglob("*.md")):

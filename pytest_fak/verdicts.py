@@ -123,7 +123,9 @@ def decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
         reasons = [f"witness {w.nodeid} {w.outcome} on the real code" for w in failed]
         return TheoremVerdict(t, REFUTED, reasons, ws, mutants, anchors)
     if not ws:
-        return TheoremVerdict(t, OPEN, ["no test binds this theorem (orphan)"], ws, mutants, anchors)
+        return TheoremVerdict(
+            t, OPEN, ["no test binds this theorem (orphan)"], ws, mutants, anchors
+        )
     if not passed:
         reasons = [
             f"witness {w.nodeid} {w.outcome}" + (f": {w.skip_reason}" if w.skip_reason else "")

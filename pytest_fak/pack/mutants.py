@@ -7,17 +7,16 @@ process, including a downstream one built by ``pytest_fak_make_kernel``.
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 from unittest import mock
 
-import importlib
 from fak_core.adjudicators import Adjudicator, FunctionAdjudicator
 from fak_core.preflight import Ladder
 from fak_core.reasons import Reason
 from fak_core.verdicts import KindRegistry, Verdict, VerdictKind
 from fak_core.view import CallView
-
 from pytest_fak.mutants import mutant
 
 # `fak_core.fold` the attribute is the function (re-exported); these are the modules.
@@ -26,7 +25,7 @@ _kernel_module = importlib.import_module("fak_core.kernel")
 
 __all__: list[str] = []
 
-_real_fold = _fold_module.fold
+_real_fold: Any = _fold_module.fold
 _real_adjudicate = Ladder.adjudicate
 
 
@@ -88,7 +87,7 @@ def first_match() -> Any:
 
 
 def _empty_allows(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> Verdict:
-    v = _real_fold(chain, view, kinds)
+    v: Verdict = _real_fold(chain, view, kinds)
     if v.by in ("empty-policy", "all-defer") or v.meta.get("fold") == "indeterminate":
         return Verdict.allow("mutant")
     return v
@@ -121,7 +120,8 @@ def _crash_skips(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegist
 
         return FunctionAdjudicator(run)
 
-    return _real_fold([guarded(a) for a in chain], view, kinds)
+    out: Verdict = _real_fold([guarded(a) for a in chain], view, kinds)
+    return out
 
 
 @mutant("FAK-C1/crash-skips")

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-import importlib
 import pytest
-from fak_core import Reason, ToolCall, Verdict, VerdictKind
-from fak_core.adjudicators import FunctionAdjudicator
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from fak_core import Reason, ToolCall, Verdict, VerdictKind
+from fak_core.adjudicators import FunctionAdjudicator
 from pytest_fak.strategies import Chain, adjudicator_chains, malformed_args
 
 # `fak_core.fold` the attribute is the function (re-exported); these are the modules.
@@ -29,8 +29,14 @@ def _garbage(_view: Any) -> Any:
 
 @pytest.mark.fak_theorem("FAK-C1")
 @given(chain=adjudicator_chains(raising=True, min_size=1), garbage=st.booleans())
-@example(chain=Chain((Verdict.allow("a"),), (FunctionAdjudicator(lambda v: Verdict.allow("a")),)), garbage=False)
-@example(chain=Chain((Verdict.allow("a"),), (FunctionAdjudicator(lambda v: Verdict.allow("a")),)), garbage=True)
+@example(
+    chain=Chain((Verdict.allow("a"),), (FunctionAdjudicator(lambda v: Verdict.allow("a")),)),
+    garbage=False,
+)
+@example(
+    chain=Chain((Verdict.allow("a"),), (FunctionAdjudicator(lambda v: Verdict.allow("a")),)),
+    garbage=True,
+)
 def test_crashing_adjudicator_denies(fak_kernel_factory: Any, chain: Chain, garbage: bool) -> None:
     kernel = fak_kernel_factory()
     bad = FunctionAdjudicator(_garbage if garbage else _raise)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import importlib
+import json
+from typing import Any, cast
+
 import pytest
-from fak_core import Reason, ToolCall, Verdict, VerdictKind
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from fak_core import Reason, ToolCall, Verdict, VerdictKind
 from pytest_fak.strategies import Chain, adjudicator_chains, const_adjudicator
 
 # `fak_core.fold` the attribute is the function (re-exported); these are the modules.
@@ -22,7 +22,7 @@ _K = VerdictKind
 
 def _fold(chain: Chain, kernel: Any) -> Verdict:
     view = kernel.view(ToolCall("fak_pack_fold", "{}", "fak-f"))
-    return _fold_module.fold(chain.adjudicators, view, kernel.kinds)
+    return cast(Verdict, _fold_module.fold(chain.adjudicators, view, kernel.kinds))
 
 
 def _fixed(kinds: tuple[int, ...]) -> Chain:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fak_core import Catch, Reason, ToolCall, VerdictKind
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from fak_core import Catch, Reason, ToolCall, VerdictKind
 from pytest_fak.strategies import malformed_args
 
 TOOL = "fak_pack_probe"
@@ -38,7 +38,9 @@ def _probed(kernel: Any) -> list[tuple[int, float]]:
     args=st.sampled_from(['{"n": 1}', "{}", '{"n": "x"}', "not json"]),
 )
 @example(costs=[0.5], args='{"n": 1}')
-def test_rungs_run_in_ascending_cost(fak_kernel_factory: Any, costs: list[float], args: str) -> None:
+def test_rungs_run_in_ascending_cost(
+    fak_kernel_factory: Any, costs: list[float], args: str
+) -> None:
     kernel = fak_kernel_factory()
     kernel.register_schema(TOOL, SCHEMA)
     for i, c in enumerate(costs):
