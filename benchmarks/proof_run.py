@@ -25,7 +25,8 @@ NO_ANCHORS = (
 
 def run(args: list[str], patch: str = "", repeat: int = 1) -> float:
     best = float("inf")
-    code = f"{patch}\nimport sys, pytest\nsys.exit(pytest.main({args!r}))"
+    argv = [*args, "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    code = f"{patch}\nimport sys, pytest\nsys.exit(pytest.main({argv!r}))"
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
@@ -43,6 +44,7 @@ def run(args: list[str], patch: str = "", repeat: int = 1) -> float:
 
 def main() -> None:
     base = ["-q", "-p", "no:cacheprovider", "--fak-theorems", "--fak-pack", "--fak-fail-on=none"]
+    base += ["--pyargs", "pytest_fak.pack"]
     with tempfile.TemporaryDirectory() as rep:
         full = run([*base, f"--fak-report-dir={rep}"])
         no_mut = run([*base, f"--fak-report-dir={rep}"], NO_MUTANTS)
