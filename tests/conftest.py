@@ -1,10 +1,19 @@
-"""Test-wide settings: Hypothesis profiles that keep example counts sane in CI."""
+"""Test-wide settings: Hypothesis profiles that keep example counts sane in CI, pytester,
+and modules imported once for all in-process runs.
+
+pytester's in-process runs restore ``sys.modules`` afterwards; coverage's C tracer cannot
+be imported a second time in one process, so it is imported here, before any run.
+"""
 
 from __future__ import annotations
 
 import os
 
+import coverage  # noqa: F401
+import coverage.tracer  # noqa: F401
 from hypothesis import HealthCheck, settings
+
+pytest_plugins = ["pytester"]
 
 settings.register_profile(
     "ci",

@@ -1,0 +1,99 @@
+"""``fak proofs check``: which committed verdicts no longer match the code (STALE).
+
+A verdict is bound to the theorem's text and to the source of each of its anchors by
+SHA-256. The check re-reads the theorem documents and re-resolves the anchors; a
+theorem whose text or any anchor changed, whose anchor no longer resolves, that
+vanished, or that is new since the report, is listed as STALE and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["check", "register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add ``proofs check`` to the ``fak`` command line (the ``fak.commands`` entry point)."""
+    proofs = subparsers.add_parser("proofs", help="work with the theorem verdict report")
+    psub = proofs.add_subparsers(dest="proofs_command", metavar="ACTION", required=True)
+    chk = psub.add_parser(
+        "check", help="list theorems whose text or anchor code changed since the report"
+    )
+    chk.add_argument(
+        "--report", default="proofs/verdicts.json", help="default: proofs/verdicts.json"
+    )
+    chk.add_argument(
+        "--theorems-dir",
+        action="append",
+        default=[],
+        help="theorem directory (repeatable); default: the directories the report lists",
+    )
+    chk.add_argument("--root", default=".", help="project root the report's paths are under")
+    chk.set_defaults(func=_main)
+
+
+def check(report: dict[str, Any], dirs: list[Path]) -> tuple[list[tuple[str, str]], int]:
+    """``([(theorem id, why stale)], theorems checked)`` for ``report`` against ``dirs``."""
+    from pytest_fak.symbols import SymbolError, resolve
+    from pytest_fak.theorems import TheoremIndex, load_theorems
+
+    index, errors = load_theorems(dirs)
+    stale: list[tuple[str, str]] = []
+    for err in errors:
+        stale.append(("(document)", str(err)))
+    current: TheoremIndex = index
+    reported = {t["id"]: t for t in report.get("theorems", [])}
+    for tid, rec in reported.items():
+        t = current.get(tid)
+        if t is None:
+            stale.append((tid, "the theorem is no longer in the documents"))
+            continue
+        if t.text_sha256 != rec.get("theorem_sha256"):
+            stale.append((tid, "the theorem text changed"))
+            continue
+        for a in rec.get("anchors", []):
+            try:
+                res = resolve(a["symbol"])
+            except SymbolError as exc:
+                stale.append((tid, f"anchor {a['symbol']} no longer resolves: {exc}"))
+                break
+            assert res is not None
+            if res.sha256 != a.get("sha256"):
+                stale.append((tid, f"the source of anchor {a['symbol']} changed"))
+                break
+    for t in current:
+        if t.id not in reported:
+            stale.append((t.id, "the theorem is not in the report (new since it was made)"))
+    return stale, len(reported)
+
+
+def _main(ns: argparse.Namespace) -> int:
+    root = Path(ns.root).resolve()
+    path = Path(ns.report)
+    path = path if path.is_absolute() else root / path
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"fak proofs check: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    if report.get("schema") != "pytest-fak/verdicts/v1":
+        print(
+            f"fak proofs check: {path} is not a pytest-fak verdict report "
+            f"(schema {report.get('schema')!r})",
+            file=sys.stderr,
+        )
+        return 2
+    dirs = [Path(d) for d in ns.theorems_dir] or [Path(d) for d in report.get("theorem_dirs", [])]
+    dirs = [d if d.is_absolute() else root / d for d in dirs]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    stale, total = check(report, dirs)
+    for tid, why in stale:
+        print(f"STALE {tid}: {why}")
+    print(f"fak proofs check: {len(stale)} stale of {total} reported theorems ({path.name})")
+    return 1 if stale else 0

@@ -1,0 +1,88 @@
+"""Hypothesis evidence: the ``fak`` settings profiles and the per-witness example counter.
+
+The counter uses Hypothesis's public observability callbacks and only touches
+Hypothesis when the witness's module already imported it.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+from typing import Any
+
+__all__ = ["MUTANT_PROFILE", "PROFILE", "ExampleCounter", "load_profile", "register_profiles"]
+
+PROFILE = "fak"
+MUTANT_PROFILE = "fak-mutant"
+
+
+def register_profiles(mutant_examples: int, max_examples: int | None = None) -> None:
+    """Register ``fak`` (derandomised, no database, blob printed) and ``fak-mutant``."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    extra: dict[str, Any] = {"max_examples": max_examples} if max_examples else {}
+    settings.register_profile(
+        PROFILE,
+        **extra,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.register_profile(
+        MUTANT_PROFILE,
+        settings.get_profile(PROFILE),
+        max_examples=max(1, mutant_examples),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        print_blob=False,
+    )
+
+
+def load_profile(name: str) -> None:
+    from hypothesis import settings
+
+    settings.load_profile(name)
+
+
+class ExampleCounter:
+    """Counts the test cases Hypothesis reports for the running witness."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.failure: dict[str, str] = {}
+        self._active = False
+
+    def _observe(self, obs: Any) -> None:
+        if getattr(obs, "type", None) != "test_case":
+            return
+        status = str(obs.status)
+        self.counts[status] = self.counts.get(status, 0) + 1
+        if status == "failed":
+            self.failure["falsifying_example"] = str(obs.representation)
+            repro = getattr(obs.metadata, "reproduction_decorator", None)
+            if repro:
+                self.failure["reproduction"] = str(repro)
+
+    @property
+    def examples(self) -> int | None:
+        return sum(self.counts.values()) if self._active and self.counts else None
+
+    def __enter__(self) -> ExampleCounter:
+        if "hypothesis" in sys.modules:
+            from hypothesis.internal.observability import add_observability_callback
+
+            add_observability_callback(self._observe)
+            self._active = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._active:
+            from hypothesis.internal.observability import remove_observability_callback
+
+            remove_observability_callback(self._observe)

@@ -1,0 +1,111 @@
+"""The pytest entry point: options, the ``fak_theorem`` marker, hookspecs, fixtures.
+
+Import-light on purpose: nothing from ``fak_core``, Hypothesis or coverage is imported
+here. Proof mode (``--fak-theorems``) registers :class:`pytest_fak.proof.ProofSession`;
+without it the plugin only registers its marker and fixtures, so marked tests run as
+ordinary tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_fak import fixtures, hookspecs
+
+__all__ = ["DEFAULT_FAIL_ON", "PACK_DIR"]
+
+DEFAULT_FAIL_ON = "REFUTED,VACUOUS,OPEN,STALE"
+PACK_DIR = Path(__file__).parent / "pack"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fak", "fak theorem proofs")
+    group.addoption(
+        "--fak-theorems",
+        action="store_true",
+        default=False,
+        help="proof mode: bind witnesses to theorems, run mutants, write the verdict report",
+    )
+    group.addoption(
+        "--fak-theorems-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of theorem documents (repeatable; default: ini fak_theorems_dirs, "
+        "else theorems/)",
+    )
+    group.addoption(
+        "--fak-report-dir",
+        default="proofs",
+        metavar="DIR",
+        help="where verdicts.json and PROOFS.md are written (default: proofs/)",
+    )
+    group.addoption(
+        "--fak-fail-on",
+        default=DEFAULT_FAIL_ON,
+        metavar="VERDICTS",
+        help=f"comma-separated verdicts that fail the run, or 'none' (default: {DEFAULT_FAIL_ON})",
+    )
+    group.addoption(
+        "--fak-pack",
+        action="store_true",
+        default=False,
+        help="also run the bundled theorem pack (ladder, fold, fail-closed) against the "
+        "kernel from pytest_fak_make_kernel",
+    )
+    group.addoption(
+        "--fak-mutant-examples",
+        type=int,
+        default=25,
+        metavar="N",
+        help="Hypothesis example budget of a witness re-run under a mutant (default: 25)",
+    )
+    group.addoption(
+        "--fak-max-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="max_examples of the 'fak' Hypothesis profile (default: Hypothesis's own)",
+    )
+    parser.addini(
+        "fak_theorems_dirs",
+        type="paths",
+        default=[],
+        help="directories of theorem documents (default: theorems/)",
+    )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "fak_theorem(id, *more_ids): bind this test as a witness of documented theorems "
+        "(see pytest --fak-theorems)",
+    )
+    if not config.pluginmanager.is_registered(fixtures):
+        config.pluginmanager.register(fixtures, "fak-fixtures")
+    if config.getoption("fak_pack") and config.args_source != pytest.Config.ArgsSource.ARGS:
+        # With no explicit test arguments the whole pack runs; otherwise only what is named
+        # (e.g. --pyargs pytest_fak.pack.witness_fold::test_fold_picks_most_restrictive).
+        config.args.append(str(PACK_DIR))
+    if config.getoption("fak_theorems"):
+        from pytest_fak.proof import ProofSession
+
+        config.pluginmanager.register(ProofSession(config), "fak-proof")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect the bundled pack's ``witness_*.py`` modules when ``--fak-pack`` is on."""
+    if (
+        parent.config.getoption("fak_pack")
+        and file_path.suffix == ".py"
+        and file_path.name.startswith("witness_")
+        and file_path.parent == PACK_DIR
+    ):
+        return pytest.Module.from_parent(parent, path=file_path)
+    return None

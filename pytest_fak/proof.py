@@ -1,0 +1,441 @@
+"""Proof mode: the per-run plugin object registered by ``--fak-theorems``.
+
+On every process (controller, xdist workers, or a plain run) it loads the theorem
+documents, validates ``fak_theorem`` markers at collection, measures each bound
+witness (anchors, Hypothesis examples), and re-runs each passing witness under its
+theorems' mutants. Per-test facts travel on the test reports (plain JSON); anchor lines
+travel through xdist's ``workeroutput``. On the controller it folds the evidence into
+verdicts, writes the report and sets the exit status from ``--fak-fail-on``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_fak import hyp, report, verdicts
+from pytest_fak.anchors import AnchorProbe
+from pytest_fak.mutants import registry
+from pytest_fak.theorems import Theorem, TheoremError, load_theorems
+
+__all__ = ["ProofSession"]
+
+_THEOREMS = pytest.StashKey[tuple[str, ...]]()
+_EVIDENCE = pytest.StashKey[dict[str, Any]]()
+
+
+def _marker_ids(item: pytest.Item) -> tuple[list[str], list[str]]:
+    """(theorem ids, problems) from every ``fak_theorem`` marker on the item."""
+    ids: list[str] = []
+    problems: list[str] = []
+    for mark in item.iter_markers("fak_theorem"):
+        if not mark.args or mark.kwargs:
+            problems.append(
+                "@pytest.mark.fak_theorem takes theorem ids as positional strings, "
+                "e.g. @pytest.mark.fak_theorem('A7.1')"
+            )
+        for a in mark.args:
+            if not isinstance(a, str):
+                problems.append(f"theorem id {a!r} is not a string")
+            elif a not in ids:
+                ids.append(a)
+    return ids, problems
+
+
+class ProofSession:
+    """The proof-mode plugin object (one per pytest process)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.is_worker = hasattr(config, "workerinput")
+        self.rootpath = config.rootpath
+        self.dirs = self._theorem_dirs()
+        self.index, self.errors = load_theorems(self.dirs)
+        self._import_mutant_modules()
+        self.fail_on = self._fail_on()
+        self.mutant_examples = int(config.getoption("fak_mutant_examples"))
+        self.evidence: dict[str, verdicts.WitnessEvidence] = {}
+        self.bound: dict[str, list[str]] = {}
+        self.anchor_results: dict[str, dict[str, bool | None]] = {}
+        self.unknown: list[str] = []
+        self.result: dict[str, Any] | None = None
+        self.written: list[Path] = []
+        files = {a.filename for t in self.index for a in t.anchors}
+        self.probe = AnchorProbe(files)
+        self.modes: set[str] = set()
+        self.local_anchors: dict[str, dict[str, bool | None]] = {}
+        self.session_items: list[pytest.Item] = []
+        self._hyp_saved: Any = None
+        self._obs_cov_saved: Any = None
+        self._setup_hypothesis()
+
+    # ------------------------------------------------------------------ configuration
+    def _theorem_dirs(self) -> list[Path]:
+        cfg = self.config
+        dirs = [Path(d) for d in cfg.getoption("fak_theorems_dir")]
+        dirs = [d if d.is_absolute() else Path(cfg.invocation_params.dir) / d for d in dirs]
+        if not dirs:
+            dirs = [Path(p) for p in cfg.getini("fak_theorems_dirs")]
+        if not dirs and (self.rootpath / "theorems").is_dir():
+            dirs = [self.rootpath / "theorems"]
+        for extra in cfg.hook.pytest_fak_theorem_dirs(config=cfg):
+            dirs += [Path(d) for d in extra]
+        if cfg.getoption("fak_pack"):
+            from pytest_fak.plugin import PACK_DIR
+
+            dirs.append(PACK_DIR / "theorems")
+        seen: list[Path] = []
+        for d in dirs:
+            if d.resolve() not in [s.resolve() for s in seen]:
+                seen.append(d)
+        return seen
+
+    def _fail_on(self) -> set[str]:
+        raw = str(self.config.getoption("fak_fail_on"))
+        if raw.strip().lower() == "none":
+            return set()
+        words = {w.strip().upper() for w in raw.split(",") if w.strip()}
+        bad = words - set(verdicts.VERDICTS)
+        if bad:
+            raise pytest.UsageError(
+                f"--fak-fail-on: unknown verdict(s) {', '.join(sorted(bad))}; "
+                f"use a comma list of {', '.join(verdicts.VERDICTS)} or 'none'"
+            )
+        return words
+
+    def _import_mutant_modules(self) -> None:
+        for name in sorted({m for t in self.index for m in t.mutant_modules}):
+            try:
+                if name in sys.modules:
+                    importlib.reload(sys.modules[name])
+                else:
+                    importlib.import_module(name)
+            except Exception as exc:
+                t = next(t for t in self.index if name in t.mutant_modules)
+                self.errors.append(
+                    TheoremError(t.path, 1, f"mutant module {name!r} failed to import: {exc}")
+                )
+
+    def _setup_hypothesis(self) -> None:
+        try:
+            import hypothesis.internal.observability as obs
+            from hypothesis import settings
+        except ImportError:  # pragma: no cover - hypothesis is a dependency
+            return
+        self._hyp_saved = settings.get_current_profile_name()
+        hyp.register_profiles(self.mutant_examples, self.config.getoption("fak_max_examples"))
+        hyp.load_profile(hyp.PROFILE)
+        # Observability's own line tracer is slow on 3.11 and we measure lines ourselves.
+        self._obs_cov_saved = obs.OBSERVABILITY_COLLECT_COVERAGE
+        obs.OBSERVABILITY_COLLECT_COVERAGE = False
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._hyp_saved is not None:
+            import hypothesis.internal.observability as obs
+
+            hyp.load_profile(self._hyp_saved)
+            obs.OBSERVABILITY_COLLECT_COVERAGE = self._obs_cov_saved
+        registry.clear()
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        rel = [report.relpath(d, self.rootpath) for d in self.dirs]
+        return (
+            f"fak: proof mode, {len(self.index)} theorems from {', '.join(rel) or '(none)'}, "
+            f"hypothesis profile {hyp.PROFILE!r}"
+        )
+
+    # ------------------------------------------------------------------ collection
+    def _problems_for(self, item: pytest.Item) -> list[str]:
+        ids, problems = _marker_ids(item)
+        for tid in ids:
+            t = self.index.get(tid)
+            if t is None:
+                known = ", ".join(sorted(self.index.by_id)[:12]) or "none loaded"
+                problems.append(
+                    f"unknown theorem id {tid!r} in @pytest.mark.fak_theorem; fix the id or "
+                    f"add the theorem to a theorems document (known: {known})"
+                )
+                continue
+            for m in t.mutants:
+                if registry.get(m.id) is None:
+                    problems.append(
+                        f"mutant {m.id} (declared at {report.relpath(t.path, self.rootpath)}:"
+                        f"{m.line}) has no implementation; decorate a context-manager factory "
+                        f"with @pytest_fak.mutant({m.id!r}) in a conftest.py, in this module, "
+                        "or in a module the document lists under **MUTANT-MODULES.**"
+                    )
+        return problems
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        rep = yield
+        if isinstance(collector, pytest.Session):
+            if self.errors:
+                rep.outcome = "failed"
+                rep.longrepr = "fak: malformed theorem documents:\n" + "\n".join(
+                    f"  {report.relpath(e.path, self.rootpath)}:{e.line}: {e.message}"
+                    for e in self.errors
+                )
+            return rep
+        if not rep.passed:
+            return rep
+        lines: list[str] = []
+        for node in rep.result:
+            if isinstance(node, pytest.Item):
+                for p in self._problems_for(node):
+                    path, line, _ = node.location
+                    lines.append(f"  {path}:{(line or 0) + 1}: {node.name}: {p}")
+        if lines:
+            rep.outcome = "failed"
+            rep.longrepr = "fak: bad theorem bindings:\n" + "\n".join(lines)
+        return rep
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            ids, _ = _marker_ids(item)
+            if ids:
+                item.stash[_THEOREMS] = tuple(ids)
+                for tid in ids:
+                    item.user_properties.append(("fak_theorem", tid))
+
+    # ------------------------------------------------------------------ running
+    def _theorems_of(self, item: pytest.Item) -> list[Theorem]:
+        return [t for tid in item.stash.get(_THEOREMS, ()) if (t := self.index.get(tid))]
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        theorems = self._theorems_of(item)
+        if not theorems:
+            return (yield)
+        ev: dict[str, Any] = {}
+        item.stash[_EVIDENCE] = ev
+        anchored = any(t.anchors for t in theorems)
+        counter = hyp.ExampleCounter()
+        try:
+            with counter:
+                if anchored:
+                    # pytest-cov registers its per-test context switcher at session start.
+                    self.probe.pytest_cov_contexts = self.config.pluginmanager.has_plugin(
+                        "_cov_contexts"
+                    )
+                    self.probe.begin(item.nodeid)
+                try:
+                    res = yield
+                finally:
+                    if anchored:
+                        self.probe.end(item.nodeid)
+        except BaseException:
+            ev["examples"] = counter.examples
+            if counter.failure:
+                ev["hypothesis"] = dict(counter.failure)
+            raise
+        ev["examples"] = counter.examples
+        ev["mutants"] = self._run_mutants(item, theorems)
+        return res
+
+    def _run_mutants(self, item: pytest.Item, theorems: list[Theorem]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        decls = {m.id: m for t in theorems for m in t.mutants}
+        if not decls:
+            return out
+        hyp_loaded = "hypothesis" in sys.modules
+        if hyp_loaded:
+            hyp.load_profile(hyp.MUTANT_PROFILE)
+        try:
+            for mid in sorted(decls):
+                m = registry.get(mid)
+                if m is None:
+                    out[mid] = verdicts.MISSING
+                    continue
+                try:
+                    with m.applied():
+                        item.runtest()
+                except pytest.skip.Exception:
+                    out[mid] = verdicts.INCONCLUSIVE
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:
+                    out[mid] = verdicts.KILLED
+                else:
+                    out[mid] = verdicts.SURVIVED
+            if verdicts.KILLED in out.values():
+                # Control: a kill only counts if the witness passes when re-run unbroken.
+                try:
+                    item.runtest()
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:
+                    for k, v in out.items():
+                        if v == verdicts.KILLED:
+                            out[k] = verdicts.INCONCLUSIVE
+        finally:
+            if hyp_loaded:
+                hyp.load_profile(hyp.PROFILE)
+        return out
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        rep = yield
+        ids = item.stash.get(_THEOREMS, ())
+        if ids:
+            data: dict[str, Any] = {"theorems": list(ids)}
+            if call.when == "call":
+                evidence: dict[str, Any] = item.stash.get(_EVIDENCE, {})
+                data.update(evidence)
+            rep.fak = data  # type: ignore[attr-defined]
+        return rep
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.is_worker:
+            return
+        data = getattr(report, "fak", None)
+        if not isinstance(data, dict):
+            return
+        nodeid = report.nodeid
+        ev = self.evidence.get(nodeid)
+        if ev is None:
+            ev = self.evidence[nodeid] = verdicts.WitnessEvidence(nodeid)
+            self.bound[nodeid] = list(data.get("theorems", []))
+        ev.duration_s += float(report.duration)
+        wasxfail = hasattr(report, "wasxfail")
+        if report.when == "setup":
+            if report.failed:
+                ev.outcome = "error"
+            elif report.skipped:
+                ev.outcome = "xfailed" if wasxfail else "skipped"
+                ev.skip_reason = _skip_reason(report)
+        elif report.when == "call":
+            if wasxfail and report.skipped:
+                ev.outcome = "xfailed"
+            elif report.skipped:
+                ev.outcome = "skipped"
+                ev.skip_reason = _skip_reason(report)
+            else:
+                ev.outcome = report.outcome
+            ev.examples = data.get("examples")
+            ev.mutants = dict(data.get("mutants") or {})
+            if report.failed:
+                failure = {"message": _tail(report.longreprtext)}
+                failure.update(data.get("hypothesis") or {})
+                ev.failure = failure
+        elif report.when == "teardown" and report.failed and ev.outcome == "passed":
+            ev.outcome = "error"
+            ev.failure = {"message": _tail(report.longreprtext)}
+
+    # ------------------------------------------------------------------ anchors
+    def _wanted(self) -> dict[str, list[Any]]:
+        labels = self.probe.measured_nodeids
+        wanted: dict[str, list[Any]] = {}
+        for item in self.session_items:
+            if item.nodeid in labels:
+                wanted[item.nodeid] = [a for t in self._theorems_of(item) for a in t.anchors]
+        return wanted
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.session_items = list(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        out = getattr(node, "workeroutput", {}) or {}
+        for nodeid, row in (out.get("fak_anchors") or {}).items():
+            self.anchor_results[nodeid] = row
+        mode = out.get("fak_anchor_mode")
+        if mode:
+            self.modes.add(mode)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        # Innermost wrapper: read the anchor lines right after the tests ran, before
+        # pytest-cov's own wrapper stops, saves and resets the shared measurement.
+        try:
+            return (yield)
+        finally:
+            if self.probe.measured_nodeids:
+                self.local_anchors = self.probe.results(self._wanted())
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        anchors = self.local_anchors
+        if self.probe.mode:
+            self.modes.add(self.probe.mode)
+        if self.is_worker:
+            wo = self.config.workeroutput  # type: ignore[attr-defined]
+            wo["fak_anchors"] = anchors
+            wo["fak_anchor_mode"] = self.probe.mode
+            return
+        self.anchor_results.update(anchors)
+        if self.errors or session.exitstatus not in (0, 1, 5):
+            return
+        for nodeid, ev in self.evidence.items():
+            ev.anchors = dict(self.anchor_results.get(nodeid, {}))
+        tvs = self.verdicts()
+        self.result = report.build(self, tvs)
+        self.config.hook.pytest_fak_modify_report(config=self.config, report=self.result)
+        self.written = report.write(self.result, self._report_dir())
+        failing = [tv for tv in tvs if tv.verdict in self.fail_on]
+        if failing and session.exitstatus in (0, 5):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pack_nodeids(self) -> dict[str, str]:
+        """nodeid → ``pytest_fak.pack.<module>::<test>`` for the bundled pack's witnesses."""
+        from pytest_fak.plugin import PACK_DIR
+
+        out: dict[str, str] = {}
+        for item in self.session_items:
+            path = Path(str(item.path))
+            if path.parent == PACK_DIR:
+                rest = item.nodeid.split("::", 1)[1]
+                out[item.nodeid] = f"pytest_fak.pack.{path.stem}::{rest}"
+        return out
+
+    def _report_dir(self) -> Path:
+        d = Path(str(self.config.getoption("fak_report_dir")))
+        return d if d.is_absolute() else self.rootpath / d
+
+    def verdicts(self) -> list[verdicts.TheoremVerdict]:
+        by_theorem: dict[str, list[verdicts.WitnessEvidence]] = {t.id: [] for t in self.index}
+        for nodeid, ids in self.bound.items():
+            for tid in ids:
+                if tid in by_theorem:
+                    by_theorem[tid].append(self.evidence[nodeid])
+        return [verdicts.decide(t, by_theorem[t.id]) for t in self.index]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker:
+            return
+        tr = terminalreporter
+        tr.write_sep("-", "fak proofs")
+        if self.errors:
+            tr.write_line("fak: no verdicts: the theorem documents have errors (see above)")
+            return
+        if self.result is None:
+            tr.write_line("fak: no verdicts: the run did not complete")
+            return
+        for t in self.result["theorems"]:
+            if t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
+                why = "; ".join(t["reasons"][:2])
+                tr.write_line(f"{t['verdict']:<10} {t['id']} {t['title']}: {why}")
+        s = self.result["summary"]
+        tr.write_line(report.summary_line(s))
+        for p in self.written:
+            tr.write_line(f"fak: wrote {report.relpath(p, self.rootpath)}")
+
+
+def _skip_reason(rep: pytest.TestReport) -> str | None:
+    lr = rep.longrepr
+    if isinstance(lr, tuple) and len(lr) == 3:
+        return str(lr[2])
+    return None
+
+
+def _tail(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]
