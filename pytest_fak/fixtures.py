@@ -130,8 +130,9 @@ class GatewayHandle:
 def fak_gateway(fak_kernel: Any) -> Iterator[GatewayHandle]:
     """The gateway over ``fak_kernel`` with an in-process client (skips if no gateway)."""
     try:
-        from fak_core.gateway.app import create_app  # type: ignore[import-not-found,unused-ignore]
         from starlette.testclient import TestClient
+
+        from fak_core.gateway.app import create_app  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         pytest.skip(f"fak_gateway needs fak_core.gateway.app.create_app and starlette: {exc}")
     app = create_app(fak_kernel)

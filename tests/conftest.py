@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-import coverage  # noqa: F401
+import coverage
 import coverage.tracer  # noqa: F401
 from hypothesis import HealthCheck, settings
 

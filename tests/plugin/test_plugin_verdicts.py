@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plugin_project import DOC, make_project, verdicts
+from .plugin_project import DOC, make_project, verdicts
 
 
 def test_passing_witness_with_killed_mutant_and_executed_anchor_is_proven(
@@ -163,7 +163,7 @@ def test_junit_properties_carry_theorem_ids(pytester: pytest.Pytester) -> None:
 
 
 def test_report_is_deterministic_apart_from_declared_keys(pytester: pytest.Pytester) -> None:
-    from plugin_project import stable
+    from .plugin_project import stable
 
     make_project(pytester)
     pytester.runpytest("--fak-theorems", "--fak-report-dir=r1")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "airline"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "airline"
 
 
 def test_airline_example_proves_its_theorem_and_the_pack(pytester: pytest.Pytester) -> None:

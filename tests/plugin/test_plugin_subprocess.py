@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from plugin_project import LIB, make_project, stable
+from .plugin_project import LIB, make_project, stable
 
 
 def test_xdist_gives_the_same_report_as_a_single_process(pytester: pytest.Pytester) -> None:
@@ -16,7 +16,7 @@ def test_xdist_gives_the_same_report_as_a_single_process(pytester: pytest.Pytest
 def test_clamp_high():
     assert clamplib.clamp(99) == 10
 """
-    from plugin_project import WITNESS_OK
+    from .plugin_project import WITNESS_OK
 
     make_project(pytester, witness=WITNESS_OK + extra)
     r0 = pytester.runpytest_subprocess("--fak-theorems", "-n", "0", "--fak-report-dir=r0")
