@@ -12,6 +12,7 @@ crash is never re-sent, because it may already have had effects.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -218,16 +219,17 @@ class Downstream:
     def connected(self) -> bool:
         return self._client is not None
 
-    def _make_client(self) -> Client:
+    def _make_client(self) -> tuple[Client, Any]:
+        """The SDK client for this server, and the HTTP client it owns (if any)."""
         spec = self.spec
         target: Any
+        http: Any = None
         if spec.url:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             http = create_mcp_http_client(headers=dict(spec.headers) or None)
             target = streamable_http_client(spec.url, http_client=http)
-            self._http = http
         else:
             target = StdioServerParameters(
                 command=spec.command,
@@ -235,7 +237,7 @@ class Downstream:
                 env=dict(spec.env) or None,
                 cwd=spec.cwd,
             )
-        return Client(target, read_timeout_seconds=self.timeout, cache=None)
+        return Client(target, read_timeout_seconds=self.timeout, cache=None), http
 
     async def _own(self, *, task_status: anyio.abc.TaskStatus[Client]) -> None:
         stop = anyio.Event()
@@ -244,8 +246,7 @@ class Downstream:
         started = False
         http = None
         try:
-            client = self._make_client()
-            http = getattr(self, "_http", None)
+            client, http = self._make_client()
             async with client:
                 started = True
                 task_status.started(client)
@@ -305,17 +306,13 @@ class Downstream:
                 return tools
         raise DownstreamError(self.name, "protocol", f"tools/list ran past {MAX_LIST_PAGES} pages")
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
-    ) -> types.CallToolResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Forward one adjudicated call; the answer must be a ``CallToolResult``."""
         client = await self.client()
         result = await self._request(
             client,
             "tools/call",
-            client.session.call_tool(
-                name, arguments, read_timeout_seconds=self.timeout, meta=meta
-            ),
+            client.session.call_tool(name, arguments, read_timeout_seconds=self.timeout),
         )
         if not isinstance(result, types.CallToolResult):
             raise DownstreamError(
@@ -356,10 +353,8 @@ class Downstream:
 
     def _log(self, message: str) -> None:
         out = self.errlog if self.errlog is not None else sys.stderr
-        try:
+        with contextlib.suppress(OSError, ValueError):
             print(f"fak mcp-proxy: downstream {self.name!r}: {message}", file=out, flush=True)
-        except (OSError, ValueError):
-            pass
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -20,6 +20,7 @@ kernel subscriber) and it sees them all.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 import sys
@@ -310,9 +311,7 @@ class McpProxy:
     async def list_tools(self) -> list[types.Tool]:
         """The tools the client may see: listed downstream, renamed, allowed by name."""
         routed = await self.refresh_tools()
-        return [
-            r.tool.model_copy(update={"name": r.name}) for r in routed if self.visible(r.name)
-        ]
+        return [r.tool.model_copy(update={"name": r.name}) for r in routed if self.visible(r.name)]
 
     async def _on_list_tools(
         self,
@@ -455,7 +454,7 @@ class McpProxy:
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult:
         session = ctx.lifespan_context
-        meta: Mapping[str, Any] | None = params.meta  # type: ignore[assignment]
+        meta: Mapping[str, Any] | None = params.meta
         try:
             return await self.call_tool(session, params.name, params.arguments, meta)
         except Exception as exc:  # a bug here must still answer, and never forward
@@ -472,10 +471,8 @@ class McpProxy:
 
     def _log(self, message: str) -> None:
         out = self.errlog if self.errlog is not None else sys.stderr
-        try:
+        with contextlib.suppress(OSError, ValueError):
             print(f"fak mcp-proxy: {message}", file=out, flush=True)
-        except (OSError, ValueError):
-            pass
 
 
 async def serve_stdio(proxy: McpProxy) -> None:

@@ -5,12 +5,16 @@
     fak mcp-proxy --policy POLICY --servers servers.json
 
 Registered through the ``fak.commands`` entry point. stdout carries MCP only; every
-message of the proxy's own goes to stderr.
+message of the proxy's own goes to stderr. A server given after ``--`` inherits the
+proxy's environment; servers from a file get the SDK's safe default environment plus
+their ``env`` table. A crashed server is restarted on the next call (the call that met the
+crash is reported, never replayed); a hung one is reported after ``--call-timeout``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -92,7 +96,13 @@ def run(ns: argparse.Namespace) -> int:
         elif ns.url:
             specs = [DownstreamSpec(ns.name, url=ns.url)]
         else:
-            specs = [DownstreamSpec(ns.name, command=command[0], args=tuple(command[1:]))]
+            # the command is "the server behind this proxy": it gets the proxy's environment
+            # (a servers file passes only what each entry's 'env' names, plus PATH, HOME...)
+            specs = [
+                DownstreamSpec(
+                    ns.name, command=command[0], args=tuple(command[1:]), env=dict(os.environ)
+                )
+            ]
     except ServerConfigError as exc:
         print(f"fak mcp-proxy: {exc}", file=sys.stderr)
         return 2

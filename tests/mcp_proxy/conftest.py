@@ -43,7 +43,9 @@ class Downstream:
     def env(self) -> dict[str, str]:
         return {"MCP_CALL_LOG": str(self.call_log), "MCP_OUTBOX": str(self.outbox)}
 
-    def spec(self, name: str = "tools", mode: str = "tools", timeout: float = 10.0) -> DownstreamSpec:
+    def spec(
+        self, name: str = "tools", mode: str = "tools", timeout: float = 10.0
+    ) -> DownstreamSpec:
         return DownstreamSpec(
             name, command=sys.executable, args=(str(SERVERS), mode), env=self.env, timeout=timeout
         )
@@ -90,11 +92,11 @@ async def shared(downstream: Downstream) -> AsyncIterator[tuple[McpProxy, list[E
 
 
 @pytest.fixture
-def text_file(tmp_path: Path) -> Iterator[Path]:
+def text_file(tmp_path: Path) -> Path:
     p = tmp_path / "notes" / "meeting"
     p.parent.mkdir()
     p.write_text("Meeting moved to Thursday at 10.", encoding="utf-8")
-    yield p
+    return p
 
 
 @pytest.fixture(scope="module")

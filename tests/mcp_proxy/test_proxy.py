@@ -158,7 +158,9 @@ async def test_taint_does_not_leak_between_proxies(downstream: Downstream) -> No
 async def test_trusted_sources_when_the_operator_opts_in(
     downstream: Downstream, text_file: Path
 ) -> None:
-    policy = Policy(allow=("read_file", "fetch_url", "send_email"), sources={"read_file": "trusted_local"})
+    policy = Policy(
+        allow=("read_file", "fetch_url", "send_email"), sources={"read_file": "trusted_local"}
+    )
     async with (
         running_proxy([downstream.spec()], policy, trust_sources=True) as (proxy, _),
         session(proxy) as client,
@@ -202,7 +204,9 @@ async def test_transform_forwards_the_repaired_arguments(
 ) -> None:
     proxy, _ = shared
     async with session(proxy) as client:
-        result = await client.call_tool("send_email", {**MAIL, "subject": "redact", "password": "hunter2"})
+        result = await client.call_tool(
+            "send_email", {**MAIL, "subject": "redact", "password": "hunter2"}
+        )
     assert result.is_error is False
     assert result.meta is not None
     assert result.meta["fak"]["verdict"]["kind"] == "TRANSFORM"
@@ -240,7 +244,9 @@ async def test_require_witness_follows_the_kernel(downstream: Downstream) -> Non
         assert (v["reason"], v["disposition"]) == ("TRUST_VIOLATION", "ESCALATE")
         assert len(downstream.calls("send_email")) == before
         ok = await client.call_tool(
-            "send_email", {**MAIL, "subject": "witnessed"}, meta={"fak/witness": "approved-by-alice"}
+            "send_email",
+            {**MAIL, "subject": "witnessed"},
+            meta={"fak/witness": "approved-by-alice"},
         )
         assert ok.is_error is False
         assert ok.meta is not None and ok.meta["fak"]["verdict"]["by"] == "witness"
