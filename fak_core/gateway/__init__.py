@@ -4,10 +4,10 @@ It only translates between the wire and the kernel: every surface decides throug
 :class:`GatewayState`, the one decision seam.
 """
 
+from typing import Any
+
 from fak_core.gateway.render import render_verdict
 from fak_core.gateway.state import DEFAULT_MAX_BODY, GatewayState, WireError, raw_arguments
-
-from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_BODY",
