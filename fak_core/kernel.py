@@ -349,8 +349,14 @@ class Kernel:
                     meta[key] = verdict.meta[key]
         return Result(Status.ERROR, "", frozen_meta(meta))
 
-    def syscall(self, call: ToolCall) -> tuple[Result, Verdict]:
-        """Decide, then run the tool only if allowed, then admit its result."""
+    def authorize(self, call: ToolCall) -> tuple[ToolCall, Verdict, bool]:
+        """The pre-dispatch half of :meth:`syscall`, for a host that runs the tool itself.
+
+        Numbers the call, decides, resolves a REQUIRE_WITNESS and applies a TRANSFORM, with
+        the same events and counters as :meth:`syscall`. Returns the call to run (repaired
+        arguments on TRANSFORM), the final verdict, and whether the call may run at all;
+        when it may not, :meth:`deny_result` is the refusal to hand back.
+        """
         if call.seq == 0:
             call = call.with_seq(next(self._seq))
         self.counters.submits += 1
@@ -369,12 +375,19 @@ class Kernel:
             kind = _ALLOW  # a registered extension kind that declared ALLOW as its fallback
         if kind == _TRANSFORM:
             self.counters.transforms += 1
-            call = call.with_args(verdict.repaired_args or "{}")
-        elif kind != _ALLOW:
+            return call.with_args(verdict.repaired_args or "{}"), verdict, True
+        if kind != _ALLOW:
             if verdict.kind != _DENY:  # held: QUARANTINE, DEFER, INDETERMINATE, unknown kinds
                 self.counters.denies += 1
                 if self._subscribers:
                     self._emit(EventKind.DENY, call, verdict)
+            return call, verdict, False
+        return call, verdict, True
+
+    def syscall(self, call: ToolCall) -> tuple[Result, Verdict]:
+        """Decide, then run the tool only if allowed, then admit its result."""
+        call, verdict, runnable = self.authorize(call)
+        if not runnable:
             return self.deny_result(verdict), verdict
         fn = self._tools.get(call.tool)
         if fn is None:

@@ -20,7 +20,9 @@ from fak_core.gateway.state import DEFAULT_MAX_BODY, GatewayState, WireError, ra
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "DownstreamSpec",
     "GatewayState",
+    "McpProxy",
     "Planner",
     "PlannerError",
     "Upstream",
@@ -35,6 +37,7 @@ __all__ = [
     "error_response",
     "error_type_for",
     "load_planner",
+    "load_servers",
     "parse_planner",
     "planner_app",
     "planner_upstream",
@@ -57,10 +60,15 @@ _LAZY = {
     "Upstream": "fak_core.gateway.upstream",
     "UpstreamConfig": "fak_core.gateway.upstream",
     "UpstreamError": "fak_core.gateway.upstream",
+    "McpProxy": "fak_core.gateway.mcp_proxy",
+    "DownstreamSpec": "fak_core.gateway.mcp_downstream",
+    "load_servers": "fak_core.gateway.mcp_downstream",
 }
 
 if TYPE_CHECKING:
     from fak_core.gateway.app import create_app
+    from fak_core.gateway.mcp_downstream import DownstreamSpec, load_servers
+    from fak_core.gateway.mcp_proxy import McpProxy
     from fak_core.gateway.mcp_server import build_mcp_server
     from fak_core.gateway.planner import (
         Planner,

@@ -1,0 +1,121 @@
+"""Benchmark: what the MCP proxy adds to each ``tools/call``.
+
+Starts a small MCP server (this file, ``--serve``) on stdio and calls one tool through the
+official SDK client three ways: directly; through ``fak mcp-proxy`` as a subprocess (the
+real deployment: one more stdio hop plus the kernel); and through the proxy in-process
+(the client talks to the proxy's server object in memory, so only the kernel and the
+proxy's own work are added to the direct path). Prints p50/p99 latency per call in
+milliseconds and the added latency against the direct path, all measured in this run.
+
+    python benchmarks/mcp_proxy.py [--calls 500] [--warmup 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ARGS = {"record_id": "A-1042", "fields": ["name", "status", "owner"]}
+
+
+def serve() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("bench", log_level="ERROR")
+
+    @app.tool()
+    def lookup_record(record_id: str, fields: list[str]) -> str:
+        """Look a record up."""
+        return json.dumps({"id": record_id, **{f: f"{f}-value" for f in fields}})
+
+    app.run()
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def measure(call: Callable[[], Awaitable[Any]], calls: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        await call()
+    out: list[float] = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        result = await call()
+        out.append((time.perf_counter() - start) * 1000)
+        if result.is_error:
+            raise SystemExit(f"benchmark call failed: {result.content}")
+    return out
+
+
+async def run(calls: int, warmup: int) -> None:
+    from mcp import Client, StdioServerParameters
+
+    from fak_core import Kernel, Policy
+    from fak_core.gateway.mcp_downstream import DownstreamSpec
+    from fak_core.gateway.mcp_proxy import McpProxy
+
+    me = str(Path(__file__).resolve())
+    direct = StdioServerParameters(command=sys.executable, args=[me, "--serve"])
+    with tempfile.TemporaryDirectory() as tmp:
+        policy_file = Path(tmp) / "policy.json"
+        policy_file.write_text(json.dumps({"allow": ["lookup_record"]}))
+        proxied = StdioServerParameters(
+            command=sys.executable,
+            args=[
+                *("-m", "fak_core.cli", "mcp-proxy", "--policy", str(policy_file), "--"),
+                *(sys.executable, me, "--serve"),
+            ],
+        )
+        rows: dict[str, list[float]] = {}
+        async with Client(direct, cache=None) as client:
+            rows["direct (stdio)"] = await measure(
+                lambda: client.call_tool("lookup_record", ARGS), calls, warmup
+            )
+        async with Client(proxied, cache=None) as client:
+            rows["fak mcp-proxy (stdio, subprocess)"] = await measure(
+                lambda: client.call_tool("lookup_record", ARGS), calls, warmup
+            )
+        kernel = Kernel(Policy(allow=("lookup_record",)))
+        spec = DownstreamSpec("bench", command=sys.executable, args=(me, "--serve"))
+        async with McpProxy(kernel, [spec]) as proxy, Client(proxy.server, cache=None) as client:
+            rows["proxy in-process (kernel + proxy only)"] = await measure(
+                lambda: client.call_tool("lookup_record", ARGS), calls, warmup
+            )
+            decide_us = kernel.counters.decide_ns / max(1, kernel.counters.decisions) / 1000
+
+    base = rows["direct (stdio)"]
+    b50, b99 = pct(base, 0.5), pct(base, 0.99)
+    print(f"tools/call latency, {calls} calls each after {warmup} warm-up calls (ms)")
+    print(f"{'path':42} {'p50':>8} {'p99':>8} {'+p50':>8} {'+p99':>8} {'x p50':>6}")
+    for name, samples in rows.items():
+        p50, p99 = pct(samples, 0.5), pct(samples, 0.99)
+        print(f"{name:42} {p50:8.3f} {p99:8.3f} {p50 - b50:8.3f} {p99 - b99:8.3f} {p50 / b50:6.2f}")
+    print(f"mean kernel decide per call: {decide_us:.1f} us")
+    print(f"direct mean {statistics.fmean(base):.3f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--warmup", type=int, default=50)
+    ns = parser.parse_args()
+    if ns.serve:
+        serve()
+        return
+    import anyio
+
+    anyio.run(run, ns.calls, ns.warmup)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,483 @@
+"""The MCP proxy: the kernel between an MCP client and the MCP servers it uses.
+
+To the client it is an MCP server (the official SDK's low-level ``Server``); to each
+downstream server it is an MCP client (:mod:`fak_core.gateway.mcp_downstream`). Neither
+side changes. ``tools/list`` passes through: each tool's ``inputSchema`` becomes its
+rung-1 schema, and only the tools the policy allows by name are listed. ``tools/call``
+goes through the kernel first (:meth:`Kernel.authorize`, so witness rules and repairs are
+the kernel's own): a refused call never reaches a downstream server and comes back as a
+tool result with ``isError: true`` carrying the rendered verdict and what to do instead;
+a TRANSFORM forwards the repaired arguments. Every downstream answer is admitted as
+TAINTED data before the client sees it: the session's taint rises, and quarantined or
+paged-out content is replaced by the kernel's stub. (``trust_sources=True`` instead lets
+the policy's ``sources`` table vouch for a tool's results, exactly as for tools the kernel
+runs itself; unlisted tools stay untrusted.)
+
+One client connection is one session, and one session is one trace (``mcp-<id>-<n>``),
+so taint never crosses connections. Every decision is a kernel event: pass a journal (any
+kernel subscriber) and it sees them all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import secrets
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+import mcp_types as types
+import orjson
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from fak_core import __version__
+from fak_core.calls import Result, Status, ToolCall
+from fak_core.events import Event
+from fak_core.gateway.mcp_downstream import (
+    DEFAULT_CALL_TIMEOUT,
+    Downstream,
+    DownstreamError,
+    DownstreamSpec,
+)
+from fak_core.gateway.state import GatewayState, WireError
+from fak_core.kernel import Kernel
+from fak_core.policy import Policy
+from fak_core.reasons import Disposition, Reason
+from fak_core.schemas import InvalidSchemaError
+from fak_core.taint import Taint
+from fak_core.verdicts import Verdict, VerdictKind
+
+__all__ = [
+    "PREFIX_SEPARATOR",
+    "WITNESS_META_KEY",
+    "McpProxy",
+    "ProxySession",
+    "RoutedTool",
+    "serve_stdio",
+    "tool_visible",
+]
+
+#: Between a server's name and its tool's name when several servers are aggregated.
+PREFIX_SEPARATOR = "__"
+#: The ``_meta`` key of a ``tools/call`` request that carries a witness for the kernel.
+WITNESS_META_KEY = "fak/witness"
+#: The ``_meta`` key under which the proxy reports its verdict on every result.
+RESULT_META_KEY = "fak"
+_BY = "mcp-proxy"
+
+
+@dataclass(frozen=True)
+class RoutedTool:
+    """A tool as the client sees it, and where it really lives."""
+
+    name: str
+    server: Downstream
+    downstream_name: str
+    tool: types.Tool
+
+
+@dataclass(frozen=True)
+class ProxySession:
+    """One client connection: its trace id (the taint session)."""
+
+    trace_id: str
+
+
+def tool_visible(policy: Policy, tool: str) -> bool:
+    """Whether the policy could ever allow ``tool`` by name (only those are listed).
+
+    A listed tool is still adjudicated on every call; an unlisted one called anyway is
+    refused by the floor. This reads the policy's name rules only, never arguments.
+    """
+    if tool in policy.deny:
+        return False
+    if tool in policy.allow or (policy.allow_prefix and tool.startswith(policy.allow_prefix)):
+        return True
+    return policy.posture == "admit_and_log"
+
+
+_ADVICE: dict[str, str] = {
+    "DEFAULT_DENY": "No policy rule allows this tool. Do not retry; use a tool the policy "
+    "allows, or ask the operator to allow this one.",
+    "TRUST_VIOLATION": "This session has taken in untrusted data, so tools that send data out "
+    "or destroy it are refused for the rest of the session. Do not retry or rephrase; ask the "
+    "user to do this step themselves, or start a new session without the untrusted content.",
+    "MALFORMED": "The arguments do not match the tool's input schema. Fix them (see claim) "
+    "and call again.",
+    "UNWITNESSED": "This call needs a witness the kernel can confirm. Send one in the "
+    f"request's _meta under '{WITNESS_META_KEY}', or ask the user to approve it.",
+    "SELF_MODIFY": "The call would change the agent's own policy or code. Ask a human.",
+    "SECRET_EXFIL": "The call would move a secret. Do not retry.",
+    "EGRESS_BLOCK": "The destination is blocked. Do not retry with it.",
+    "UNKNOWN_TOOL": "No downstream server offers this tool. List the tools and use one of them.",
+}
+_DISPOSITION_ADVICE: dict[str, str] = {
+    Disposition.RETRYABLE.value: "Fix the call (see claim) and try again.",
+    Disposition.WAIT.value: "Wait, then try again.",
+    Disposition.ESCALATE.value: "Do not retry on your own: ask the user or operator.",
+    Disposition.TERMINAL.value: "This call will not be allowed. Do not retry it.",
+}
+
+
+def _advice(wire: Mapping[str, Any]) -> str:
+    reason = wire.get("reason")
+    if isinstance(reason, str) and reason in _ADVICE:
+        return _ADVICE[reason]
+    return _DISPOSITION_ADVICE.get(str(wire.get("disposition")), _DISPOSITION_ADVICE["TERMINAL"])
+
+
+def _text_result(payload: Mapping[str, Any], *, is_error: bool) -> types.CallToolResult:
+    text = orjson.dumps(payload).decode("utf-8")
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        is_error=is_error,
+        _meta={RESULT_META_KEY: dict(payload)},
+    )
+
+
+def _result_text(result: types.CallToolResult) -> str:
+    """Every piece of text a downstream answer carries, for admission.
+
+    Text blocks, embedded text resources and resource-link names and descriptions are
+    joined; strings of ``structuredContent`` (keys and values) that do not already appear
+    in that text are appended, so nothing the client will see escapes the screen and
+    nothing is counted twice. Binary blocks (images, audio, blobs) are not text and are
+    passed through unscreened when the rest is admitted.
+    """
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.EmbeddedResource):
+            res = block.resource
+            if isinstance(res, types.TextResourceContents):
+                parts.append(res.text)
+        elif isinstance(block, types.ResourceLink):
+            parts.extend(s for s in (block.name, block.title, block.description) if s)
+    text = "\n".join(parts)
+    if result.structured_content is not None:
+        extra = [s for s in _strings(result.structured_content) if s and s not in text]
+        if extra:
+            text = "\n".join([text, *extra]) if text else "\n".join(extra)
+    return text
+
+
+def _strings(value: Any, limit: int = 100_000) -> list[str]:
+    out: list[str] = []
+    stack = [value]
+    while stack and len(out) < limit:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                out.append(str(k))
+                stack.append(item)
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+    return out
+
+
+class McpProxy:
+    """The proxy: a kernel, its downstream servers, and the MCP server the client talks to.
+
+    Use it as an async context manager (it owns the downstream connections), then serve
+    :attr:`server` on a transport, e.g. with :func:`serve_stdio`. With one downstream server
+    and ``prefix=False`` tool names pass through unchanged; otherwise each is
+    ``<server>__<tool>``.
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        servers: Iterable[DownstreamSpec],
+        *,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        prefix: bool | None = None,
+        journal: Callable[[Event], None] | None = None,
+        trust_sources: bool = False,
+        errlog: TextIO | None = None,
+        name: str = "fak-mcp-proxy",
+    ) -> None:
+        specs = list(servers)
+        if not specs:
+            raise ValueError("the MCP proxy needs at least one downstream server")
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"downstream server names must be unique, got {names}")
+        self.kernel = kernel
+        self.state = GatewayState(kernel)
+        self.trust_sources = trust_sources
+        self.errlog = errlog
+        self.prefix = len(specs) > 1 if prefix is None else prefix
+        if not self.prefix and len(specs) > 1:
+            raise ValueError("several downstream servers need prefixed tool names")
+        self.downstreams = [Downstream(s, call_timeout=call_timeout, errlog=errlog) for s in specs]
+        self._tools: dict[str, RoutedTool] = {}
+        self._unsubscribe = kernel.subscribe(journal) if journal is not None else None
+        self._session_ids = itertools.count(1)
+        self._proxy_id = secrets.token_hex(4)
+        self._stack: AsyncExitStack | None = None
+        self._list_lock = anyio.Lock()
+        self.server: Server[ProxySession] = Server(
+            name,
+            version=__version__,
+            instructions=(
+                "Every tool call passes through the fak kernel. A refused call returns a "
+                "result with isError true and the verdict under _meta.fak."
+            ),
+            lifespan=self._lifespan,
+            on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool,
+        )
+
+    # ------------------------------------------------------------------ lifetime
+    async def __aenter__(self) -> McpProxy:
+        stack = AsyncExitStack()
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        for d in self.downstreams:
+            d.bind(tg)
+        stack.push_async_callback(self._close_downstreams)
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _close_downstreams(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for d in self.downstreams:
+                await d.drop()
+
+    def close(self) -> None:
+        """Stop sending kernel events to the journal."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def new_session(self) -> ProxySession:
+        """A fresh session with its own trace (and so its own taint mark)."""
+        return ProxySession(f"mcp-{self._proxy_id}-{next(self._session_ids)}")
+
+    @asynccontextmanager
+    async def _lifespan(self, _server: Server[ProxySession]) -> AsyncIterator[ProxySession]:
+        yield self.new_session()
+
+    # ------------------------------------------------------------------ tools/list
+    def exposed_name(self, server: Downstream, tool: str) -> str:
+        return f"{server.name}{PREFIX_SEPARATOR}{tool}" if self.prefix else tool
+
+    async def refresh_tools(self) -> list[RoutedTool]:
+        """List every downstream server's tools, register their schemas, keep the routes.
+
+        A server that cannot be listed keeps the routes of its last good listing (calls to
+        them still go through the kernel and report the server's state).
+        """
+        async with self._list_lock:
+            routes: dict[str, RoutedTool] = {}
+            for d in self.downstreams:
+                try:
+                    listed = await d.list_tools()
+                except DownstreamError as exc:
+                    self._log(str(exc))
+                    routes.update({n: r for n, r in self._tools.items() if r.server is d})
+                    continue
+                for tool in listed:
+                    name = self.exposed_name(d, tool.name)
+                    if name in routes:
+                        self._log(f"tool {name!r} is listed twice; the first one is kept")
+                        continue
+                    if name not in self.kernel.policy.schemas:
+                        try:
+                            self.kernel.register_schema(name, tool.input_schema)
+                        except InvalidSchemaError as exc:
+                            self._log(f"tool {name!r} hidden: its inputSchema is invalid: {exc}")
+                            continue
+                    routes[name] = RoutedTool(name, d, tool.name, tool)
+            self._tools = routes
+            return list(routes.values())
+
+    def visible(self, name: str) -> bool:
+        return tool_visible(self.kernel.policy, name)
+
+    async def list_tools(self) -> list[types.Tool]:
+        """The tools the client may see: listed downstream, renamed, allowed by name."""
+        routed = await self.refresh_tools()
+        return [r.tool.model_copy(update={"name": r.name}) for r in routed if self.visible(r.name)]
+
+    async def _on_list_tools(
+        self,
+        ctx: ServerRequestContext[ProxySession],
+        params: types.PaginatedRequestParams | None,
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=await self.list_tools())
+
+    # ------------------------------------------------------------------ tools/call
+    async def _route(self, name: str) -> RoutedTool | None:
+        route = self._tools.get(name)
+        if route is None:
+            await self.refresh_tools()
+            route = self._tools.get(name)
+        return route
+
+    def _refusal(
+        self, call: ToolCall, verdict: Verdict, tool: str, result_meta: Any = None
+    ) -> types.CallToolResult:
+        wire = self.state.render(verdict, result_meta)
+        payload = {
+            "refused": True,
+            "tool": tool,
+            "verdict": wire,
+            "instead": _advice(wire),
+            "trace_id": call.trace_id,
+        }
+        return _text_result(payload, is_error=True)
+
+    async def call_tool(
+        self,
+        session: ProxySession,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> types.CallToolResult:
+        """Adjudicate, forward if allowed, admit the answer: the whole ``tools/call`` path."""
+        witness = meta.get(WITNESS_META_KEY) if meta else None
+        try:
+            call = self.state.build_call(
+                name,
+                dict(arguments) if arguments is not None else None,
+                session.trace_id,
+                witness=witness if isinstance(witness, str) else "",
+            )
+        except WireError as exc:
+            verdict = Verdict.deny(Reason.MALFORMED, _BY, claim=exc.message)
+            return self._refusal(ToolCall(str(name), "{}", session.trace_id), verdict, str(name))
+        call, verdict, runnable = self.kernel.authorize(call)
+        if not runnable:
+            return self._refusal(call, verdict, call.tool)
+        route = await self._route(call.tool)
+        if route is None:
+            unknown = Verdict.deny(
+                Reason.UNKNOWN_TOOL, _BY, claim=f"no downstream server lists a tool {call.tool!r}"
+            )
+            return self._refusal(call, unknown, call.tool)
+        args = self.kernel.view(call).args()
+        if args is None:  # cannot happen after rung 0; refuse rather than forward
+            bad = Verdict.deny(Reason.MALFORMED, _BY, claim="arguments are not a JSON object")
+            return self._refusal(call, bad, call.tool)
+        try:
+            answer = await route.server.call_tool(route.downstream_name, args)
+        except DownstreamError as exc:
+            return _text_result(
+                {
+                    "error": f"downstream {exc.kind}",
+                    "server": exc.server,
+                    "tool": call.tool,
+                    "detail": exc.detail,
+                    "verdict": self.state.render(verdict),
+                    "instead": "The call was allowed but the server behind it failed; no "
+                    "result was produced. Try again later or report the server.",
+                    "trace_id": call.trace_id,
+                },
+                is_error=True,
+            )
+        return self._admit(call, verdict, answer)
+
+    def _admit_text(self, call: ToolCall, text: str) -> dict[str, Any]:
+        if not self.trust_sources:
+            return self.state.admit(call, text)
+        # opt-in: the proxy ran the tool, as the kernel's syscall does, so the producer's
+        # claim is TRUSTED and the kernel's source registry (policy ``sources``) decides
+        admitted, v = self.kernel.admit(call, Result(Status.OK, text, taint=Taint.TRUSTED))
+        return {
+            "verdict": self.state.render(v, admitted.meta),
+            "result": {
+                "status": admitted.status.value,
+                "content": admitted.payload,
+                "meta": dict(admitted.meta),
+            },
+            "trace_id": call.trace_id,
+        }
+
+    def _admit(
+        self, call: ToolCall, verdict: Verdict, answer: types.CallToolResult
+    ) -> types.CallToolResult:
+        admitted = self._admit_text(call, _result_text(answer))
+        result = admitted["result"]
+        meta = result["meta"]
+        how = meta.get("admit", "admitted")
+        info: dict[str, Any] = {
+            "verdict": self.state.render(verdict),
+            "admission": admitted["verdict"],
+            "trace_id": call.trace_id,
+        }
+        if call.args != "{}" and verdict.kind == VerdictKind.TRANSFORM:
+            info["forwarded_arguments"] = orjson.loads(call.args)
+        if how == "denied":
+            denied = admitted["verdict"]
+            payload = {
+                "refused": True,
+                "tool": call.tool,
+                "verdict": denied,
+                "instead": _advice(denied),
+                "trace_id": call.trace_id,
+                "stage": "result",
+            }
+            return _text_result(payload, is_error=True)
+        if how in ("quarantined", "transformed"):
+            info["held"] = meta.get("quarantine_id") or meta.get("admit")
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=result["content"])],
+                # an SDK client rejects a non-error result that lacks the structured content
+                # its outputSchema promises; the stub cannot carry it, so say so
+                is_error=answer.is_error or answer.structured_content is not None,
+                _meta={RESULT_META_KEY: info},
+            )
+        return types.CallToolResult(
+            content=answer.content,
+            structured_content=answer.structured_content,
+            is_error=answer.is_error,
+            _meta={RESULT_META_KEY: info},
+        )
+
+    async def _on_call_tool(
+        self,
+        ctx: ServerRequestContext[ProxySession],
+        params: types.CallToolRequestParams,
+    ) -> types.CallToolResult:
+        session = ctx.lifespan_context
+        meta: Mapping[str, Any] | None = params.meta
+        try:
+            return await self.call_tool(session, params.name, params.arguments, meta)
+        except Exception as exc:  # a bug here must still answer, and never forward
+            self._log(f"internal error on tools/call {params.name!r}: {exc!r}")
+            return _text_result(
+                {
+                    "error": "proxy internal error",
+                    "tool": params.name,
+                    "detail": f"{type(exc).__name__}: {exc}"[:300],
+                    "instead": "Nothing was sent downstream. Report this to the operator.",
+                },
+                is_error=True,
+            )
+
+    def _log(self, message: str) -> None:
+        out = self.errlog if self.errlog is not None else sys.stderr
+        with contextlib.suppress(OSError, ValueError):
+            print(f"fak mcp-proxy: {message}", file=out, flush=True)
+
+
+async def serve_stdio(proxy: McpProxy) -> None:
+    """Serve ``proxy`` to one MCP client on this process's stdin and stdout."""
+    from mcp.server.stdio import stdio_server
+
+    async with proxy, stdio_server() as (read, write):
+        await proxy.server.run(read, write, proxy.server.create_initialization_options())

@@ -1,0 +1,128 @@
+"""``fak mcp-proxy``: run the MCP proxy on stdio in front of one or more MCP servers.
+
+    fak mcp-proxy --policy POLICY -- SERVER_COMMAND [ARG ...]
+    fak mcp-proxy --policy POLICY --url http://host:port/mcp
+    fak mcp-proxy --policy POLICY --servers servers.json
+
+Registered through the ``fak.commands`` entry point. stdout carries MCP only; every
+message of the proxy's own goes to stderr. A server given after ``--`` inherits the
+proxy's environment; servers from a file get the SDK's safe default environment plus
+their ``env`` table. A crashed server is restarted on the next call (the call that met the
+crash is reported, never replayed); a hung one is reported after ``--call-timeout``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "mcp-proxy",
+        help="adjudicate every MCP tool call between a client and its MCP servers",
+        description=(
+            "An MCP server on stdio that fronts MCP servers: every tools/call is decided by "
+            "the kernel before it is forwarded, and every result is admitted before the "
+            "client sees it."
+        ),
+    )
+    p.add_argument("--policy", help="policy file (.json or .toml); default: the built-in policy")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--servers", metavar="FILE", help="servers file (JSON or TOML) to aggregate")
+    src.add_argument("--url", help="one downstream server over streamable HTTP")
+    p.add_argument(
+        "--name", default="server", help="name of the single downstream server (default: server)"
+    )
+    p.add_argument(
+        "--prefix",
+        action="store_true",
+        help="prefix tool names with the server name even for a single server",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="bound on each downstream request (default: 30)",
+    )
+    p.add_argument(
+        "--trust-sources",
+        action="store_true",
+        help="let the policy's 'sources' table vouch for tool results (default: all untrusted)",
+    )
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="the downstream server command, after --",
+    )
+    p.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    from fak_core.gateway.mcp_downstream import (
+        DownstreamSpec,
+        ServerConfigError,
+        load_servers,
+    )
+    from fak_core.policy import PolicyError, default_policy, load_policy
+
+    command = list(ns.command or [])
+    if command and command[0] == "--":
+        command = command[1:]
+    try:
+        policy = load_policy(ns.policy) if ns.policy else default_policy()
+    except PolicyError as exc:
+        print(f"fak mcp-proxy: {exc}", file=sys.stderr)
+        return 2
+    if ns.call_timeout <= 0:
+        print("fak mcp-proxy: --call-timeout must be positive", file=sys.stderr)
+        return 2
+    given = sum(bool(x) for x in (ns.servers, ns.url, command))
+    if given != 1:
+        print(
+            "fak mcp-proxy: name the downstream server(s): '-- COMMAND ...', --url URL, "
+            "or --servers FILE (exactly one)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        if ns.servers:
+            specs = load_servers(ns.servers)
+        elif ns.url:
+            specs = [DownstreamSpec(ns.name, url=ns.url)]
+        else:
+            # the command is "the server behind this proxy": it gets the proxy's environment
+            # (a servers file passes only what each entry's 'env' names, plus PATH, HOME...)
+            specs = [
+                DownstreamSpec(
+                    ns.name, command=command[0], args=tuple(command[1:]), env=dict(os.environ)
+                )
+            ]
+    except ServerConfigError as exc:
+        print(f"fak mcp-proxy: {exc}", file=sys.stderr)
+        return 2
+    if not ns.policy:
+        print("fak mcp-proxy: no --policy given, using the built-in policy", file=sys.stderr)
+
+    import anyio
+
+    from fak_core.gateway.mcp_proxy import McpProxy, serve_stdio
+    from fak_core.kernel import Kernel
+
+    proxy = McpProxy(
+        Kernel(policy),
+        specs,
+        call_timeout=ns.call_timeout,
+        prefix=True if ns.prefix else None,
+        trust_sources=ns.trust_sources,
+    )
+    try:
+        anyio.run(serve_stdio, proxy)
+    except KeyboardInterrupt:
+        return 130
+    return 0
