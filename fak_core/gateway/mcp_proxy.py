@@ -360,10 +360,13 @@ class McpProxy:
         except WireError as exc:
             verdict = Verdict.deny(Reason.MALFORMED, _BY, claim=exc.message)
             return self._refusal(ToolCall(str(name), "{}", session.trace_id), verdict, str(name))
+        # Route first: listing registers the tool's inputSchema as its rung-1 schema, and a
+        # call decided before that would skip rung 1 (the first call of a session that never
+        # listed its tools).
+        route = await self._route(call.tool)
         call, verdict, runnable = self.kernel.authorize(call)
         if not runnable:
             return self._refusal(call, verdict, call.tool)
-        route = await self._route(call.tool)
         if route is None:
             unknown = Verdict.deny(
                 Reason.UNKNOWN_TOOL, _BY, claim=f"no downstream server lists a tool {call.tool!r}"

@@ -356,3 +356,15 @@ def test_constructor_refuses_bad_server_sets() -> None:
         McpProxy(Kernel(), [spec, spec])
     with pytest.raises(ValueError, match="prefixed"):
         McpProxy(Kernel(), [spec, DownstreamSpec("b", command="x")], prefix=False)
+
+
+async def test_first_call_of_a_proxy_that_never_listed_is_schema_checked(
+    downstream: Downstream,
+) -> None:
+    # Regression: the schema comes from tools/list; a call decided before the proxy had
+    # listed its tools skipped rung 1 and reached the server.
+    before = len(downstream.calls("send_email"))
+    async with running_proxy([downstream.spec()]) as (proxy, _), session(proxy) as client:
+        v = refusal(await client.call_tool("send_email", {"to": 42, "subject": "s", "body": "b"}))
+        assert (v["kind"], v["reason"], v["by"]) == ("DENY", "MALFORMED", "preflight")
+    assert len(downstream.calls("send_email")) == before

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from .plugin_project import LIB, make_project, stable
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from .plugin_project import DOC, make_project, verdicts
 
 
