@@ -67,6 +67,79 @@ _DEST_KEYS = frozenset(
         "server",
     }
 )
+# Path-like keys name files: only a network URL under one of them is a destination.
+_PATH_KEYS = frozenset(
+    {
+        "path",
+        "file",
+        "file_path",
+        "filepath",
+        "filename",
+        "dir",
+        "directory",
+        "cwd",
+        "glob",
+        "pattern",
+        "source",
+        "src",
+    }
+)
+# A dotted word ending in one of these is a file name, not a host name.
+_FILE_SUFFIXES = frozenset(
+    {
+        "txt",
+        "md",
+        "rst",
+        "py",
+        "pyi",
+        "json",
+        "yaml",
+        "yml",
+        "toml",
+        "ini",
+        "cfg",
+        "conf",
+        "csv",
+        "tsv",
+        "log",
+        "lock",
+        "js",
+        "ts",
+        "tsx",
+        "jsx",
+        "css",
+        "html",
+        "htm",
+        "xml",
+        "sh",
+        "go",
+        "rs",
+        "c",
+        "h",
+        "cpp",
+        "java",
+        "rb",
+        "php",
+        "sql",
+        "pdf",
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "svg",
+        "zip",
+        "gz",
+        "tar",
+        "tgz",
+        "whl",
+        "ipynb",
+        "env",
+        "bak",
+        "tmp",
+        "out",
+        "diff",
+    }
+)
 _URL = re.compile(r"^[a-z][a-z0-9+.\-]*://\S+$", re.I)
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _HOST = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,63}\.?(?::\d+)?(?:/\S*)?$", re.I)
@@ -86,6 +159,8 @@ def looks_external(value: str, keyed: bool) -> bool:
         return not v.replace("_", "").replace("-", "").isalnum() or v.isdigit()
     if " " in v or "\n" in v or not ("." in v or "@" in v or ":" in v):
         return False
+    if _HOST.match(v) and v.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES and "/" not in v:
+        return False
     return bool(
         _URL.match(v)
         or _EMAIL.match(v)
@@ -93,6 +168,13 @@ def looks_external(value: str, keyed: bool) -> bool:
         or "xn--" in v.lower()
         or (_HOST.match(v) and not v.replace(".", "").isdigit())
     )
+
+
+def _is_destination(value: str, key: str) -> bool:
+    low = key.lower()
+    if low in _PATH_KEYS:
+        return "://" in value and not value.lower().startswith("file://")
+    return looks_external(value, key in _DEST_KEYS or low in _DEST_KEYS)
 
 
 def external_destinations(args: Any) -> list[str]:
@@ -103,7 +185,7 @@ def external_destinations(args: Any) -> list[str]:
     while stack:
         value, key = pop()
         if type(value) is str:
-            if looks_external(value, key in _DEST_KEYS or key.lower() in _DEST_KEYS):
+            if _is_destination(value, key):
                 found.append(value)
         elif type(value) is dict:
             for k, v in value.items():
@@ -121,7 +203,7 @@ def has_external_destination(args: Any) -> bool:
     while stack:
         value, key = pop()
         if type(value) is str:
-            if looks_external(value, key in _DEST_KEYS or key.lower() in _DEST_KEYS):
+            if _is_destination(value, key):
                 return True
         elif type(value) is dict:
             for k, v in value.items():

@@ -154,6 +154,12 @@ def test_sink_classification() -> None:
     assert classify("lookup", {"url": "https://evil.example/x"}) is Sink.EGRESS
     assert classify("lookup", {"nested": {"target": "x@y.io"}}) is Sink.EGRESS
     assert classify("calculate", {"expr": "3.14 * 2"}) is Sink.NONE
+    # file names are not host names: a relative path never counts as a destination
+    assert classify("read_file", {"path": "README.md"}) is Sink.NONE
+    assert classify("lookup", {"q": "notes.txt"}) is Sink.NONE
+    assert classify("read_file", {"path": "file:///etc/hosts"}) is Sink.NONE
+    assert classify("read_file", {"path": "https://evil.example/x"}) is Sink.EGRESS
+    assert classify("lookup", {"q": "evil.example"}) is Sink.EGRESS
     # a safe-sink name does not launder an external destination
     assert (
         classify("transfer_to_human_agents", {"to": "a@b.com"}, ["transfer_to_human_agents"])
