@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
@@ -149,6 +149,7 @@ def json_texts(draw: st.DrawFn) -> str | bytes:
     return text
 
 
+@pytest.mark.fak_theorem("A7.4")
 @given(json_texts())
 def test_rung0_parser_agrees_with_the_standard_library(raw: str | bytes) -> None:
     ref = reference_parse(raw)
@@ -160,6 +161,7 @@ def test_rung0_parser_agrees_with_the_standard_library(raw: str | bytes) -> None
         assert same(fast, ref)
 
 
+@pytest.mark.fak_theorem("A7.4")
 @given(st.binary(max_size=40))
 def test_rung0_on_arbitrary_bytes(raw: bytes) -> None:
     assert (fast_parse(raw) is None) == (reference_parse(raw) is None)
@@ -235,8 +237,8 @@ SCHEMAS: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.fak_theorem("A7.4")
 @pytest.mark.parametrize("schema", SCHEMAS, ids=[f"schema{i}" for i in range(len(SCHEMAS))])
-@settings(max_examples=40)
 @given(data=st.data())
 def test_rung1_fast_validator_agrees_with_jsonschema(
     schema: dict[str, Any], data: st.DataObject

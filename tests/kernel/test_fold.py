@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ def reference(chain: list[Fixed]) -> tuple[int, int]:
     return first.kind, first.reason
 
 
+@pytest.mark.fak_theorem("D1")
 @given(chains)
 def test_fold_equals_the_reference_model(chain: list[Fixed]) -> None:
     v = fold(chain, VIEW, REG)
@@ -34,6 +36,7 @@ def test_fold_equals_the_reference_model(chain: list[Fixed]) -> None:
     assert v.kind != VerdictKind.DEFER
 
 
+@pytest.mark.fak_theorem("D1")
 @given(chains, st.randoms(use_true_random=False))
 def test_verdict_kind_does_not_depend_on_chain_order(chain: list[Fixed], rnd: object) -> None:
     shuffled = list(chain)
@@ -41,6 +44,7 @@ def test_verdict_kind_does_not_depend_on_chain_order(chain: list[Fixed], rnd: ob
     assert fold(chain, VIEW, REG).kind == fold(shuffled, VIEW, REG).kind
 
 
+@pytest.mark.fak_theorem("D1")
 @given(chains, kinds, st.integers(min_value=0, max_value=8))
 def test_adding_an_adjudicator_never_loosens_a_conclusive_verdict(
     chain: list[Fixed], extra: int, where: int
@@ -58,6 +62,7 @@ def test_adding_an_adjudicator_never_loosens_a_conclusive_verdict(
         assert before.kind == VerdictKind.DENY and before.reason == Reason.DEFAULT_DENY
 
 
+@pytest.mark.fak_theorem("D1")
 @given(chains, st.integers(min_value=0, max_value=8))
 def test_deny_absorbs_and_short_circuits(chain: list[Fixed], where: int) -> None:
     deny = Fixed(Verdict.deny(Reason.POLICY_BLOCK, "denier"))
@@ -71,6 +76,7 @@ def test_deny_absorbs_and_short_circuits(chain: list[Fixed], where: int) -> None
         assert later.calls == [], "an adjudicator after a DENY was consulted"
 
 
+@pytest.mark.fak_theorem("D1")
 def test_default_deny_cases() -> None:
     empty = fold([], VIEW, REG)
     assert (empty.kind, empty.reason, empty.by) == (
@@ -96,6 +102,7 @@ def test_default_deny_cases() -> None:
     assert v.kind == VerdictKind.ALLOW
 
 
+@pytest.mark.fak_theorem("D1")
 def test_unknown_kind_ranks_as_deny_and_absorbs() -> None:
     odd = Fixed(Verdict(4242, Reason.NONE, "odd"))
     tail = Fixed(Verdict.allow("after"))
@@ -109,6 +116,7 @@ def test_equal_ranks_keep_the_earliest() -> None:
     assert v.by == "first"
 
 
+@pytest.mark.fak_theorem("D1")
 def test_a_raising_adjudicator_is_a_deny() -> None:
     class Boom:
         def adjudicate(self, view: CallView) -> Verdict:
@@ -119,6 +127,7 @@ def test_a_raising_adjudicator_is_a_deny() -> None:
     assert "kaput" in v.claim
 
 
+@pytest.mark.fak_theorem("D1")
 def test_a_non_verdict_answer_is_a_deny() -> None:
     class Wrong:
         def adjudicate(self, view: CallView) -> Verdict:

@@ -45,6 +45,7 @@ def witness_gate(view: CallView) -> Verdict:
     return Verdict.defer("reversibility")
 
 
+@pytest.mark.fak_theorem("D1.2")
 def test_allow_runs_the_tool_and_returns_its_payload() -> None:
     k = kernel()
     result, v = k.syscall(ToolCall("echo", '{"x": 1}', "t"))
@@ -53,6 +54,7 @@ def test_allow_runs_the_tool_and_returns_its_payload() -> None:
     assert k.counters.dispatches == 1
 
 
+@pytest.mark.fak_theorem("D1.2")
 def test_a_deny_is_a_value_with_reason_disposition_and_by() -> None:
     k = kernel()
     result, v = k.syscall(ToolCall("rm_everything", "{}", "t"))
@@ -69,6 +71,7 @@ def test_a_deny_is_a_value_with_reason_disposition_and_by() -> None:
     assert k.counters.dispatches == 0
 
 
+@pytest.mark.fak_theorem("D1.2")
 def test_transform_runs_the_tool_with_the_repaired_arguments() -> None:
     k = kernel()
     result, v = k.syscall(ToolCall("echo", '{"x": 1, "token": "s3cret"}', "t"))
@@ -101,6 +104,7 @@ class Resolver:
         return self.outcome
 
 
+@pytest.mark.fak_theorem("D8")
 @pytest.mark.parametrize(
     ("resolvers", "kind", "reason"),
     [
@@ -140,6 +144,7 @@ def test_wait_disposition_carries_retry_after() -> None:
     assert "retry_after_ms" not in k2.syscall(ToolCall("echo", "{}", "t"))[0].meta
 
 
+@pytest.mark.fak_theorem("D1.2")
 @pytest.mark.parametrize(
     "held",
     [
@@ -156,6 +161,7 @@ def test_kinds_other_than_allow_and_transform_never_dispatch(held: Verdict) -> N
     assert k.counters.dispatches == 0
 
 
+@pytest.mark.fak_theorem("D1.2")
 def test_extension_kind_runs_only_as_its_declared_fallback() -> None:
     k = kernel()
     k.register_kind(1100, "ALLOW_LOGGED", 5, VerdictKind.ALLOW)
@@ -186,6 +192,7 @@ def test_scoped_adjudicators_only_see_their_tools() -> None:
     assert seen == ["fetch"]
 
 
+@pytest.mark.fak_theorem("C4.3")
 def test_result_admission_quarantines_secrets_and_injections() -> None:
     k = kernel()
     for trace, body, reason in [
@@ -287,6 +294,7 @@ BAD_ARGS = [
 ]
 
 
+@pytest.mark.fak_theorem("D1.2")
 @pytest.mark.parametrize(("args", "detail"), BAD_ARGS, ids=[str(i) for i in range(len(BAD_ARGS))])
 def test_bad_arguments_are_denied_with_a_specific_detail(args: str | bytes, detail: str) -> None:
     k = kernel()

@@ -77,6 +77,7 @@ policies = st.builds(
 )
 
 
+@pytest.mark.fak_theorem("D2.1")
 @given(policies, st.sampled_from(["json", "toml"]))
 def test_load_dump_load_is_the_identity(policy: Policy, fmt: str) -> None:
     text = dump_policy(policy, fmt)
@@ -86,10 +87,13 @@ def test_load_dump_load_is_the_identity(policy: Policy, fmt: str) -> None:
     assert policy_digest(again) == policy_digest(policy)
 
 
-@given(policies, names, st.dictionaries(names, st.text(max_size=10), max_size=3))
+@pytest.mark.fak_theorem("D2.2")
+@given(policies, st.data(), st.dictionaries(names, st.text(max_size=10), max_size=3))
 def test_the_floor_never_allows_what_the_policy_does_not(
-    policy: Policy, tool: str, args: dict[str, str]
+    policy: Policy, data: st.DataObject, args: dict[str, str]
 ) -> None:
+    named = sorted({*policy.allow, *policy.deny, *(p + "x" for p in policy.allow_prefix)})
+    tool = data.draw(st.sampled_from(named) | names if named else names, label="tool")
     k = Kernel(policy)
     v = k.floor.adjudicate(k.view(ToolCall(tool, json.dumps(args))))
     if tool in policy.deny:
@@ -103,6 +107,24 @@ def test_the_floor_never_allows_what_the_policy_does_not(
         assert v.kind == VerdictKind.DENY
 
 
+@pytest.mark.fak_theorem("D2.2")
+def test_the_deny_map_wins_over_the_allow_list() -> None:
+    k = Kernel(
+        Policy(
+            allow=("wire_money", "get_x"),
+            allow_prefix=("get_",),
+            deny={"wire_money": "POLICY_BLOCK", "get_secret": "SECRET_EXFIL"},
+        )
+    )
+    for tool, reason in (("wire_money", Reason.POLICY_BLOCK), ("get_secret", Reason.SECRET_EXFIL)):
+        v = k.decide(ToolCall(tool, "{}"))
+        assert (v.kind, v.reason) == (VerdictKind.DENY, reason)
+    assert k.decide(ToolCall("get_x", "{}")).kind == VerdictKind.ALLOW
+    # a prefix is a prefix: it does not match inside a name
+    assert k.decide(ToolCall("forget_x", "{}")).reason == Reason.DEFAULT_DENY
+
+
+@pytest.mark.fak_theorem("D2.3")
 def test_unknown_keys_are_rejected_with_the_valid_ones_listed() -> None:
     with pytest.raises(
         PolicyError, match=r"unknown policy key 'alow'; valid keys: version, posture, allow"
@@ -110,6 +132,7 @@ def test_unknown_keys_are_rejected_with_the_valid_ones_listed() -> None:
         load_policy('{"alow": ["x"]}', "json")
 
 
+@pytest.mark.fak_theorem("D2.3")
 def test_unknown_reason_names_are_rejected() -> None:
     with pytest.raises(
         PolicyError, match=r"deny.x.*unknown reason 'NOPE'; valid reasons: DEFAULT_DENY"
@@ -119,6 +142,7 @@ def test_unknown_reason_names_are_rejected() -> None:
         load_policy('{"deny": {"x": "NONE"}}', "json")
 
 
+@pytest.mark.fak_theorem("D2.3")
 @pytest.mark.parametrize(
     ("doc", "fragment"),
     [
@@ -158,6 +182,7 @@ def test_files_by_suffix_and_clear_file_errors(tmp_path: Path) -> None:
         load_policy(tmp_path / "bin.json")
 
 
+@pytest.mark.fak_theorem("D2.2")
 def test_empty_policy_is_the_fail_closed_empty_floor() -> None:
     k = Kernel(load_policy("{}", "json"))
     for tool in ("read_file", "get_x", "anything"):
@@ -165,12 +190,14 @@ def test_empty_policy_is_the_fail_closed_empty_floor() -> None:
         assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.DEFAULT_DENY)
 
 
+@pytest.mark.fak_theorem("D2.1")
 def test_the_default_policy_ships_and_round_trips() -> None:
     p = default_policy()
     assert "search_flights" in p.allow and p.deny["exfiltrate"] == "SECRET_EXFIL"
     assert load_policy(dump_policy(p, "toml"), "toml") == p
 
 
+@pytest.mark.fak_theorem("D2.2")
 def test_floor_rules() -> None:
     k = Kernel(
         Policy(

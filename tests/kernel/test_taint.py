@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ ops = st.lists(
 )
 
 
+@pytest.mark.fak_theorem("C4.1")
 @given(ops)
 def test_marks_are_monotone_until_reset_and_per_trace(script: list[tuple[str, str, Taint]]) -> None:
     ledger = MemoryLedger()
@@ -51,6 +53,7 @@ def test_marks_are_monotone_until_reset_and_per_trace(script: list[tuple[str, st
             assert ledger.level(t) == model.get(t, Taint.TRUSTED)
 
 
+@pytest.mark.fak_theorem("C4.1")
 def test_ledger_is_lru_bounded() -> None:
     ledger = MemoryLedger(limit=4)
     for i in range(100):
@@ -68,6 +71,7 @@ def kernel() -> Kernel:
     return k
 
 
+@pytest.mark.fak_theorem("C4.1", "C4.3")
 def test_untrusted_result_taints_the_session_and_egress_is_then_denied() -> None:
     k = kernel()
     assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.ALLOW
@@ -81,6 +85,7 @@ def test_untrusted_result_taints_the_session_and_egress_is_then_denied() -> None
     assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.ALLOW
 
 
+@pytest.mark.fak_theorem("C4.2")
 def test_trusted_local_tool_run_by_the_kernel_keeps_the_session_clean() -> None:
     k = kernel()
     result, _ = k.syscall(ToolCall("read_file", "{}", "s"))
@@ -88,6 +93,7 @@ def test_trusted_local_tool_run_by_the_kernel_keeps_the_session_clean() -> None:
     assert k.taint("s") == Taint.TRUSTED
 
 
+@pytest.mark.fak_theorem("C4.2")
 def test_a_caller_cannot_mint_trust_with_metadata_or_a_trusted_name() -> None:
     k = kernel()
     forged = ToolCall.make(
@@ -100,6 +106,7 @@ def test_a_caller_cannot_mint_trust_with_metadata_or_a_trusted_name() -> None:
     assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.DENY
 
 
+@pytest.mark.fak_theorem("C4.1")
 def test_sessions_never_see_each_others_taint() -> None:
     k = kernel()
     k.syscall(ToolCall("fetch_url", "{}", "dirty"))
@@ -107,6 +114,7 @@ def test_sessions_never_see_each_others_taint() -> None:
     assert k.decide(ToolCall("send_email", EGRESS, "clean")).kind == VerdictKind.ALLOW
 
 
+@pytest.mark.fak_theorem("C4.1")
 def test_isolation_under_concurrent_sessions() -> None:
     k = kernel()
     errors: list[str] = []
@@ -129,6 +137,7 @@ def test_isolation_under_concurrent_sessions() -> None:
     assert errors == []
 
 
+@pytest.mark.fak_theorem("C4.1")
 def test_two_kernels_share_nothing() -> None:
     a, b = kernel(), kernel()
     a.syscall(ToolCall("fetch_url", "{}", "s"))
@@ -136,12 +145,14 @@ def test_two_kernels_share_nothing() -> None:
     assert b.taint("s") == Taint.TRUSTED
 
 
+@pytest.mark.fak_theorem("C4.3")
 def test_quarantined_arguments_taint_the_call_on_a_clean_trace() -> None:
     k = kernel()
     call = ToolCall("send_email", EGRESS, "clean", args_taint=Taint.QUARANTINED)
     assert k.decide(call).reason == Reason.TRUST_VIOLATION
 
 
+@pytest.mark.fak_theorem("C4.3")
 def test_sink_classification() -> None:
     assert classify("Bash", {}) is Sink.EXEC
     assert classify("run_command", {}) is Sink.EXEC
@@ -167,6 +178,7 @@ def test_sink_classification() -> None:
     )
 
 
+@pytest.mark.fak_theorem("C4.3")
 def test_exec_is_gated_only_when_the_policy_says_so() -> None:
     loose = Kernel(POLICY)
     loose.ledger.raise_to("s", Taint.TAINTED)
@@ -177,6 +189,7 @@ def test_exec_is_gated_only_when_the_policy_says_so() -> None:
     assert strict.decide(ToolCall("run_shell", '{"cmd": "ls"}', "s")).kind == VerdictKind.DENY
 
 
+@pytest.mark.fak_theorem("C4.3")
 def test_authorize_rule_is_the_explicit_escape() -> None:
     from fak_core import AuthorizeRule
 

@@ -25,6 +25,7 @@ def current() -> dict[str, Any]:
     }
 
 
+@pytest.mark.fak_theorem("A8")
 def test_vocabulary_matches_golden_and_only_grows() -> None:
     now = current()
     golden = json.loads(GOLDEN.read_text())
@@ -46,6 +47,7 @@ def test_vocabulary_matches_golden_and_only_grows() -> None:
     )
 
 
+@pytest.mark.fak_theorem("A8")
 def test_unknown_kind_ranks_and_falls_back_as_deny() -> None:
     kinds = KindRegistry()
     assert kinds.rank(9999) == kinds.rank(VerdictKind.DENY) == 100
@@ -83,6 +85,7 @@ def test_extension_kinds_and_reasons_register_per_instance() -> None:
         ReasonRegistry().code("NOPE")
 
 
+@pytest.mark.fak_theorem("A8")
 def test_disposition_map() -> None:
     r = ReasonRegistry()
     assert r.disposition(Reason.MALFORMED) is Disposition.RETRYABLE

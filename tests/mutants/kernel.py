@@ -1,0 +1,361 @@
+"""Mutants for the kernel theorems: preflight (A7), fold and dispatch (D1, D8), vocabulary
+(A8), taint (C4) and policy (D2). Each is a plausible wrong implementation."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Sequence
+from typing import Any
+from unittest import mock
+
+from fak_core.adjudicators import Adjudicator, WitnessOutcome
+from fak_core.calls import Result, ToolCall
+from fak_core.floor import CapabilityFloor
+from fak_core.ledger import MemoryLedger
+from fak_core.preflight import Ladder, NegativeRow, NegativesLedger
+from fak_core.provenance import SourceRegistry
+from fak_core.reasons import Disposition, Reason
+from fak_core.schemas import CompiledSchema
+from fak_core.sinks import SinkGate
+from fak_core.taint import Taint
+from fak_core.verdicts import KindRegistry, Verdict, VerdictKind
+from fak_core.view import CallView
+from pytest_fak import mutant
+
+_fold = importlib.import_module("fak_core.fold")
+_kernel = importlib.import_module("fak_core.kernel")
+_jsonargs = importlib.import_module("fak_core.jsonargs")
+_reasons = importlib.import_module("fak_core.reasons")
+_policy = importlib.import_module("fak_core.policy")
+_sinks = importlib.import_module("fak_core.sinks")
+
+_real_ladder = Ladder.adjudicate
+_real_fold = _fold.fold
+
+
+# ---------------------------------------------------------------- A7 preflight
+@mutant("A7.1/swap-rungs")
+def swap_rungs() -> Any:
+    """Evaluate the two cheapest rungs in the wrong order (schema before parse)."""
+
+    def adjudicate(self: Ladder, view: CallView) -> Verdict:
+        rungs = self._rungs
+        if len(rungs) >= 2:
+            rungs[0], rungs[1] = rungs[1], rungs[0]
+        try:
+            return _real_ladder(self, view)
+        finally:
+            if len(rungs) >= 2:
+                rungs[0], rungs[1] = rungs[1], rungs[0]
+
+    return mock.patch.object(Ladder, "adjudicate", adjudicate)
+
+
+@mutant("A7.2/keeps-going")
+def keeps_going() -> Any:
+    """Evaluate every rung even after a catch, then report the first catch."""
+
+    def adjudicate(self: Ladder, view: CallView) -> Verdict:
+        self.total += 1
+        first = None
+        for number, rung in enumerate(self._rungs):
+            if self._probe is not None:
+                self._probe(number, rung)
+            catch = rung.check(view)
+            if catch is not None and first is None:
+                first = (number, catch)
+        if first is not None:
+            return self._caught(view, first[0] - 1, first[0], first[1])
+        return Verdict.defer("preflight")
+
+    return mock.patch.object(Ladder, "adjudicate", adjudicate)
+
+
+@mutant("A7.3/ladder-allows")
+def ladder_allows() -> Any:
+    """A call that passes every rung is ALLOWED by the ladder instead of deferred."""
+
+    def adjudicate(self: Ladder, view: CallView) -> Verdict:
+        v = _real_ladder(self, view)
+        return Verdict.allow("preflight") if v.kind == VerdictKind.DEFER else v
+
+    return mock.patch.object(Ladder, "adjudicate", adjudicate)
+
+
+@mutant("A7.3/unbounded-negatives")
+def unbounded_negatives() -> Any:
+    """The negatives ledger forgets its bound."""
+
+    def append(self: NegativesLedger, row: NegativeRow) -> None:
+        from collections import deque
+
+        if self._rows.maxlen is not None:
+            self._rows = deque(self._rows)
+        self._rows.append(row)
+
+    return mock.patch.object(NegativesLedger, "append", append)
+
+
+@mutant("A7.4/duplicates-pass")
+def duplicates_pass() -> Any:
+    """Rung 0 stops refusing duplicate keys (last one wins, as orjson reads them)."""
+    return mock.patch.object(_jsonargs, "_has_duplicates", return_value=False)
+
+
+@mutant("A7.4/required-ignored")
+def required_ignored() -> Any:
+    """The compiled fast validator drops the top-level ``required`` keyword."""
+    real_init = CompiledSchema.__init__
+
+    def init(self: CompiledSchema, schema: Any, fast: Any) -> None:
+        import jsonschema_rs
+
+        if isinstance(schema, dict) and "required" in schema:
+            lax = {k: v for k, v in schema.items() if k != "required"}
+            fast = jsonschema_rs.Draft202012Validator(lax, validate_formats=False)
+        real_init(self, schema, fast)
+
+    return mock.patch.object(CompiledSchema, "__init__", init)
+
+
+# ---------------------------------------------------------------- D1 fold, D1.2, D8
+def _patch_fold(fn: Any) -> Any:
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(_fold, "fold", fn))
+    stack.enter_context(mock.patch.object(_kernel, "fold", fn))
+    for mod in ("tests.kernel.test_fold",):
+        module = importlib.import_module(mod)
+        stack.enter_context(mock.patch.object(module, "fold", fn))
+    return stack
+
+
+@mutant("D1/first-match")
+def first_match() -> Any:
+    """The first conclusive verdict wins instead of the most restrictive."""
+
+    def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> Verdict:
+        if not chain:
+            return Verdict.deny(Reason.DEFAULT_DENY, "empty-policy")
+        for adj in chain:
+            try:
+                v = adj.adjudicate(view)
+            except Exception:
+                return Verdict.deny(Reason.DEFAULT_DENY, "error")
+            if v.kind not in (VerdictKind.DEFER, VerdictKind.INDETERMINATE):
+                return v
+        return Verdict.deny(Reason.DEFAULT_DENY, "all-defer")
+
+    return _patch_fold(fold)
+
+
+@mutant("D1/default-allow")
+def default_allow() -> Any:
+    """An empty or all-DEFER chain allows (fail open)."""
+
+    def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> Verdict:
+        v = _real_fold(chain, view, kinds)
+        if v.reason == Reason.DEFAULT_DENY and v.by in ("empty-policy", "all-defer"):
+            return Verdict.allow("default")
+        return v
+
+    return _patch_fold(fold)
+
+
+_real_authorize = _kernel.Kernel.authorize
+
+
+@mutant("D1.2/dispatch-held")
+def dispatch_held() -> Any:
+    """Any verdict that is not DENY dispatches (QUARANTINE, DEFER, unknown kinds run)."""
+
+    def authorize(self: Any, call: ToolCall) -> tuple[ToolCall, Verdict, bool]:
+        call2, verdict, runnable = _real_authorize(self, call)
+        return call2, verdict, runnable or verdict.kind != VerdictKind.DENY
+
+    return mock.patch.object(_kernel.Kernel, "authorize", authorize)
+
+
+@mutant("D1.2/transform-ignored")
+def transform_ignored() -> Any:
+    """A TRANSFORM runs the tool with the original, unrepaired arguments."""
+
+    def authorize(self: Any, call: ToolCall) -> tuple[ToolCall, Verdict, bool]:
+        _, verdict, runnable = _real_authorize(self, call)
+        if call.seq == 0:
+            call = call.with_seq(1)
+        return call, verdict, runnable
+
+    return mock.patch.object(_kernel.Kernel, "authorize", authorize)
+
+
+@mutant("D8/abstain-confirms")
+def abstain_confirms() -> Any:
+    """A witness resolver that abstains (or none at all) counts as a confirmation."""
+
+    def resolve_witness(self: Any, call: ToolCall, verdict: Verdict) -> Verdict:
+        for _, resolver in tuple(self._witnesses):
+            if resolver.resolve(call, verdict.claim) == WitnessOutcome.REFUTED:
+                return Verdict.deny(Reason.TRUST_VIOLATION, "witness")
+        return Verdict.allow("witness")
+
+    return mock.patch.object(_kernel.Kernel, "resolve_witness", resolve_witness)
+
+
+# ---------------------------------------------------------------- A8 vocabulary
+@mutant("A8/disposition-drift")
+def disposition_drift() -> Any:
+    """TRUST_VIOLATION quietly becomes TERMINAL (a shipped value changed)."""
+    return mock.patch.dict(_reasons._DISPOSITIONS, {Reason.TRUST_VIOLATION: Disposition.TERMINAL})
+
+
+@mutant("A8/rank-drift")
+def rank_drift() -> Any:
+    """QUARANTINE ranks below TRANSFORM."""
+    ranks = importlib.import_module("fak_core.verdicts")._CORE_RANKS
+    return mock.patch.dict(ranks, {VerdictKind.QUARANTINE: 15})
+
+
+# ---------------------------------------------------------------- C4 taint
+@mutant("C4.1/shared-ledger")
+def shared_ledger() -> Any:
+    """One mark for every trace: the ledger ignores the trace id."""
+    real_level, real_raise, real_reset = (
+        MemoryLedger.level,
+        MemoryLedger.raise_to,
+        MemoryLedger.reset,
+    )
+    stack = contextlib.ExitStack()
+    stack.enter_context(
+        mock.patch.object(MemoryLedger, "level", lambda self, t: real_level(self, "*"))
+    )
+    stack.enter_context(
+        mock.patch.object(
+            MemoryLedger, "raise_to", lambda self, t, taint: real_raise(self, "*", taint)
+        )
+    )
+    stack.enter_context(
+        mock.patch.object(MemoryLedger, "reset", lambda self, t: real_reset(self, "*"))
+    )
+    return stack
+
+
+@mutant("C4.1/raise-overwrites")
+def raise_overwrites() -> Any:
+    """``raise_to`` overwrites the mark, so a later TRUSTED result lowers it."""
+
+    def raise_to(self: MemoryLedger, trace_id: str, taint: Taint) -> Taint:
+        with self._lock:
+            self._marks[trace_id] = Taint(taint)
+            return Taint(taint)
+
+    return mock.patch.object(MemoryLedger, "raise_to", raise_to)
+
+
+_real_result_taint = SourceRegistry.result_taint
+
+
+@mutant("C4.2/metadata-trusted")
+def metadata_trusted() -> Any:
+    """The call's metadata can vouch for its result (a self-tag is honoured)."""
+
+    def result_taint(
+        self: SourceRegistry, call: ToolCall, result: Result, quarantined: bool
+    ) -> Taint:
+        if not quarantined and call.meta.get("provenance") == "trusted_local":
+            return Taint.TRUSTED
+        return _real_result_taint(self, call, result, quarantined)
+
+    return mock.patch.object(SourceRegistry, "result_taint", result_taint)
+
+
+@mutant("C4.2/caller-results-trusted")
+def caller_results_trusted() -> Any:
+    """A result is trusted whenever its tool's name is registered trusted_local, whoever ran it."""
+
+    def result_taint(
+        self: SourceRegistry, call: ToolCall, result: Result, quarantined: bool
+    ) -> Taint:
+        return _real_result_taint(self, call, result._replace(taint=Taint.TRUSTED), quarantined)
+
+    return mock.patch.object(SourceRegistry, "result_taint", result_taint)
+
+
+@mutant("C4.3/gate-off")
+def gate_off() -> Any:
+    """The sink gate never denies."""
+    return mock.patch.object(SinkGate, "adjudicate", return_value=Verdict.defer("ifc-sink"))
+
+
+@mutant("C4.3/names-only")
+def names_only() -> Any:
+    """Sink classification looks only at the tool name, not at destinations in arguments."""
+    return mock.patch.object(_sinks, "has_external_destination", return_value=False)
+
+
+# ---------------------------------------------------------------- D2 policy
+_real_to_dict = _policy.policy_to_dict
+
+
+@mutant("D2.1/dump-drops-arg-rules")
+def dump_drops_arg_rules() -> Any:
+    """The dumper forgets the per-argument rules."""
+
+    def to_dict(policy: Any) -> dict[str, Any]:
+        doc = _real_to_dict(policy)
+        doc["arg_rules"] = []
+        return doc
+
+    return mock.patch.object(_policy, "policy_to_dict", to_dict)
+
+
+_real_floor = CapabilityFloor.adjudicate
+
+
+@mutant("D2.2/deny-map-skipped")
+def deny_map_skipped() -> Any:
+    """The floor checks its allow list before its deny map."""
+
+    def adjudicate(self: CapabilityFloor, view: CallView) -> Verdict:
+        if view.call.tool in self._allow:
+            return Verdict.allow("floor")
+        return _real_floor(self, view)
+
+    return mock.patch.object(CapabilityFloor, "adjudicate", adjudicate)
+
+
+@mutant("D2.2/prefix-substring")
+def prefix_substring() -> Any:
+    """An allow prefix matches anywhere in the name, not only at its start."""
+
+    def adjudicate(self: CapabilityFloor, view: CallView) -> Verdict:
+        v = _real_floor(self, view)
+        tool = view.call.tool
+        if v.reason == Reason.DEFAULT_DENY and any(p in tool for p in self._prefixes):
+            return Verdict.allow("floor")
+        return v
+
+    return mock.patch.object(CapabilityFloor, "adjudicate", adjudicate)
+
+
+@mutant("D2.3/unknown-keys-ignored")
+def unknown_keys_ignored() -> Any:
+    """The loader drops keys it does not know instead of refusing them."""
+    real_parse = _policy.parse_policy
+
+    def parse(doc: Any, reasons: Any = None) -> Any:
+        if isinstance(doc, dict):
+            doc = {k: v for k, v in doc.items() if k in _policy._KEYS}
+        return real_parse(doc, reasons)
+
+    return mock.patch.object(_policy, "parse_policy", parse)
+
+
+@mutant("D2.3/unknown-reasons-pass")
+def unknown_reasons_pass() -> Any:
+    """An unknown reason name in the deny map is accepted as POLICY_BLOCK."""
+
+    def reason(reasons: Any, key: str, name: str) -> str:
+        return name
+
+    return mock.patch.object(_policy, "_reason", reason)
