@@ -65,6 +65,7 @@ def test_trace_is_minted_when_absent(client: TestClient) -> None:
     assert a.headers["x-trace-id"] == ta
 
 
+@pytest.mark.fak_theorem("D10.3")
 def test_deny_is_a_200_value_not_a_5xx(client: TestClient) -> None:
     r = client.post("/v1/fak/adjudicate", json={"tool": "shell_rm_rf", "arguments": "{}"})
     assert r.status_code == 200
@@ -77,6 +78,7 @@ def test_deny_is_a_200_value_not_a_5xx(client: TestClient) -> None:
     }
 
 
+@pytest.mark.fak_theorem("D10.3")
 def test_unknown_tool_is_default_deny(client: TestClient) -> None:
     r = client.post("/v1/fak/syscall", json={"tool": "frobnicate"})
     assert r.status_code == 200
@@ -114,6 +116,7 @@ def test_syscall_runs_the_tool_and_returns_its_result(client: TestClient) -> Non
     assert json.loads(body["result"]["content"]) == {"echo": {"x": 1}}
 
 
+@pytest.mark.fak_theorem("D10.3")
 def test_require_witness_adjudicates_escalate_and_syscall_fails_closed(client: TestClient) -> None:
     adj = client.post("/v1/fak/adjudicate", json={"tool": "wire_money"}).json()["verdict"]
     assert (adj["kind"], adj["disposition"]) == ("REQUIRE_WITNESS", "ESCALATE")
@@ -190,6 +193,7 @@ def test_principal_header_beats_body(state: GatewayState) -> None:
     ],
 )
 @pytest.mark.parametrize("route", ["/v1/fak/adjudicate", "/v1/fak/syscall", "/v1/fak/admit"])
+@pytest.mark.fak_theorem("D10.3")
 def test_bad_bodies_are_400_saying_what_to_fix(
     client: TestClient, route: str, content: bytes, needle: str, param: str | None
 ) -> None:

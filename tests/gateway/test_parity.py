@@ -83,6 +83,7 @@ async def _mcp_adjudicate(url: str, calls: list[dict[str, Any]]) -> list[dict[st
     return out
 
 
+@pytest.mark.fak_theorem("D10.1")
 def test_wire_verdicts_equal_in_process_verdicts(served: Any) -> None:
     state, server = served
     kernel = state.kernel

@@ -142,6 +142,7 @@ def test_dead_upstream_is_502(make_gateway: Any, wire: str, stream: bool) -> Non
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.fak_theorem("D10.3")
 def test_malformed_json_body_is_502(
     gateway: Gateway, upstream: ScriptedUpstream, wire: str
 ) -> None:
@@ -163,6 +164,7 @@ def test_streaming_request_answered_without_sse_is_502(
 
 @pytest.mark.parametrize("fault", ["truncate", "cut"])
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.fak_theorem("D10.3")
 def test_stream_broken_before_output_is_502(
     gateway: Gateway, upstream: ScriptedUpstream, wire: str, fault: str
 ) -> None:

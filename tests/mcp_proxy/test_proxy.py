@@ -92,6 +92,7 @@ async def test_clean_session_sends_mail(
     assert result.meta is not None and result.meta["fak"]["verdict"]["kind"] == "ALLOW"
 
 
+@pytest.mark.fak_theorem("D11")
 async def test_session_that_fetched_untrusted_text_cannot_send_mail(
     shared: tuple[McpProxy, list[Event]], downstream: Downstream
 ) -> None:
@@ -173,6 +174,7 @@ async def test_trusted_sources_when_the_operator_opts_in(
 
 
 # --------------------------------------------------------------------- adjudication
+@pytest.mark.fak_theorem("D11")
 async def test_schema_violation_is_refused_before_the_server(
     shared: tuple[McpProxy, list[Event]], downstream: Downstream
 ) -> None:
@@ -358,6 +360,7 @@ def test_constructor_refuses_bad_server_sets() -> None:
         McpProxy(Kernel(), [spec, DownstreamSpec("b", command="x")], prefix=False)
 
 
+@pytest.mark.fak_theorem("D11")
 async def test_first_call_of_a_proxy_that_never_listed_is_schema_checked(
     downstream: Downstream,
 ) -> None:

@@ -1,0 +1,199 @@
+"""Mutants of the gateway theorems (``theorems/gateway.md``): plausible wrong gateways.
+
+Each one patches a class or module attribute of ``fak_core.gateway`` for the duration of a
+witness re-run, so it breaks every surface that goes through the patched code (including
+servers running in other threads of this process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+from unittest import mock
+
+import mcp_types as types
+import orjson
+
+from fak_core.calls import ToolCall
+from fak_core.gateway import anthropic_proxy, openai_proxy, turn
+from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
+from fak_core.gateway.state import GatewayState
+from fak_core.gateway.turn import Adjudication, ProposedCall
+from fak_core.verdicts import Verdict, VerdictKind
+from pytest_fak import mutant
+
+__all__: list[str] = []
+
+_state_module = importlib.import_module("fak_core.gateway.state")
+_real_render_verdict = _state_module.render_verdict
+_real_adjudicate = GatewayState.adjudicate
+_real_syscall = GatewayState.syscall
+_real_adjudicate_one = turn.adjudicate_one
+_real_call_tool = McpProxy.call_tool
+
+
+# ------------------------------------------------------------------------------- D10.1
+@mutant("D10.1/wire-decides")
+def wire_decides() -> Any:
+    """The seam answers ALLOW on its own for every tool the policy lists by name, without
+    asking the kernel (so taint, schemas, witnesses and adjudicators are skipped)."""
+
+    def adjudicate(self: GatewayState, call: ToolCall) -> dict[str, Any]:
+        if call.tool in self.kernel.policy.allow:
+            return {"verdict": {"kind": "ALLOW", "by": "gateway"}, "trace_id": call.trace_id}
+        return _real_adjudicate(self, call)
+
+    return mock.patch.object(GatewayState, "adjudicate", adjudicate)
+
+
+@mutant("D10.1/render-drift")
+def render_drift() -> Any:
+    """The gateway's projection takes a DENY's disposition from the kind alone (every DENY
+    TERMINAL) instead of from its reason: it renames, and so changes what a client does."""
+
+    def render_verdict(verdict: Verdict, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        out: dict[str, Any] = _real_render_verdict(verdict, *args, **kwargs)
+        if verdict.kind == VerdictKind.DENY:
+            out["disposition"] = "TERMINAL"
+        return out
+
+    return mock.patch.object(_state_module, "render_verdict", render_verdict)
+
+
+# ------------------------------------------------------------------------------- D10.2
+@mutant("D10.2/default-keeps")
+def default_keeps() -> Any:
+    """The default branch of ``adjudicate_one`` keeps the call (fail open): everything the
+    kernel did not refuse as unbuildable survives, arguments unrepaired."""
+
+    def adjudicate_one(
+        state: GatewayState, proposed: ProposedCall, trace_id: str, choice: int = 0
+    ) -> Adjudication:
+        adj = _real_adjudicate_one(state, proposed, trace_id, choice)
+        if adj.admitted or not isinstance(proposed.name, str):
+            return adj
+        args = proposed.arguments
+        text = args if isinstance(args, str) else orjson.dumps(args or {}).decode()
+        return Adjudication(proposed, adj.verdict, True, text, adj.digest, choice=choice)
+
+    return mock.patch.object(turn, "adjudicate_one", adjudicate_one)
+
+
+@mutant("D10.2/results-not-admitted")
+def results_not_admitted() -> Any:
+    """The proxies skip admitting inbound tool results: taint never rises on a turn."""
+
+    def admit_results(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    @contextlib.contextmanager
+    def patched() -> Iterator[None]:
+        with (
+            mock.patch.object(turn, "admit_results", admit_results),
+            mock.patch.object(openai_proxy, "admit_results", admit_results),
+            mock.patch.object(anthropic_proxy, "admit_results", admit_results),
+        ):
+            yield
+
+    return patched()
+
+
+# ------------------------------------------------------------------------------- D10.3
+@mutant("D10.3/deny-raises")
+def deny_raises() -> Any:
+    """The syscall seam raises on a refusal instead of returning it (a 500, not a value)."""
+
+    def syscall(self: GatewayState, call: ToolCall) -> dict[str, Any]:
+        out = _real_syscall(self, call)
+        if out["verdict"]["kind"] not in ("ALLOW", "TRANSFORM"):
+            raise PermissionError(f"call refused: {out['verdict']}")
+        return out
+
+    return mock.patch.object(GatewayState, "syscall", syscall)
+
+
+@mutant("D10.3/bad-request-500")
+def bad_request_500() -> Any:
+    """The native routes answer a request they cannot turn into a call with a 500 (a
+    server fault) instead of a 400 naming the field to fix."""
+    native = importlib.import_module("fak_core.gateway.native")
+    real = native.error_response
+
+    def error_response(status: int, message: str, **kwargs: Any) -> Any:
+        return real(500 if status == 400 else status, message, **kwargs)
+
+    return mock.patch.object(native, "error_response", error_response)
+
+
+# --------------------------------------------------------------------------------- D11
+def _refused(result: types.CallToolResult) -> bool:
+    if not result.is_error or len(result.content) != 1:
+        return False
+    block = result.content[0]
+    return isinstance(block, types.TextContent) and '"refused"' in block.text
+
+
+@mutant("D11/forward-refused")
+def forward_refused() -> Any:
+    """The proxy sends the call downstream even when the kernel refused it (it still shows
+    the client the refusal, so only the server's side effects tell)."""
+
+    async def call_tool(
+        self: McpProxy,
+        session: ProxySession,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> types.CallToolResult:
+        result = await _real_call_tool(self, session, name, arguments, meta)
+        if _refused(result):
+            route = await self._route(name)
+            if route is not None:
+                await route.server.call_tool(route.downstream_name, dict(arguments or {}))
+        return result
+
+    return mock.patch.object(McpProxy, "call_tool", call_tool)
+
+
+@mutant("D11/results-unadmitted")
+def results_unadmitted() -> Any:
+    """Downstream answers are passed back without the kernel's admission: no taint, no
+    quarantine of injected text."""
+
+    def admit_text(self: McpProxy, call: ToolCall, text: str) -> dict[str, Any]:
+        return {
+            "verdict": self.state.render(Verdict.allow("mutant")),
+            "result": {"status": "OK", "content": text, "meta": {}},
+            "trace_id": call.trace_id,
+        }
+
+    return mock.patch.object(McpProxy, "_admit_text", admit_text)
+
+
+@mutant("D11/decide-before-route")
+def decide_before_route() -> Any:
+    """The regression: a tool the proxy has not listed yet is decided before routing, so
+    its schema (registered by listing) is unknown and rung 1 is skipped."""
+
+    async def call_tool(
+        self: McpProxy,
+        session: ProxySession,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> types.CallToolResult:
+        if name not in self._tools:
+            call = self.state.build_call(
+                name, dict(arguments) if arguments is not None else None, session.trace_id
+            )
+            call, verdict, runnable = self.kernel.authorize(call)
+            route = await self._route(name) if runnable else None
+            args = self.kernel.view(call).args() if route is not None else None
+            if route is not None and args is not None:
+                answer = await route.server.call_tool(route.downstream_name, args)
+                return self._admit(call, verdict, answer)
+        return await _real_call_tool(self, session, name, arguments, meta)
+
+    return mock.patch.object(McpProxy, "call_tool", call_tool)
