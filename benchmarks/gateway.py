@@ -135,6 +135,10 @@ def main() -> None:
         f"{'HTTP hop / in-process hop (p50)':<34} {http.pct(0.5) / inproc.pct(0.5):.1f}x  "
         f"(wire overhead p50 ~ {http.pct(0.5) - inproc.pct(0.5):.1f} us)"
     )
+    print("-- proxied chat completion vs the same request sent to the upstream directly")
+    from proxy import measure  # benchmarks/proxy.py, beside this script
+
+    measure(min(ns.requests, 1000), ns.time_cap * 3)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,12 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--max-seconds", type=float, default=60.0)
     ns = ap.parse_args()
-    n = max(10, min(ns.requests, 5000))
+    measure(ns.requests, ns.max_seconds)
+
+
+def measure(requests: int, max_seconds: float) -> None:
+    """Proxied chat completions against the scripted upstream beside direct ones; print."""
+    n = max(10, min(requests, 5000))
     body = {"model": "m", "messages": [{"role": "user", "content": "what is the weather"}]}
     with serve(planner_app()) as upstream_url:
         routes = proxy_routes(GatewayState(Kernel()), UpstreamConfig(base_url=upstream_url + "/v1"))
@@ -70,7 +75,7 @@ def main() -> None:
                         client.post(url + "/v1/chat/completions", json=body).raise_for_status()
                 start = time.monotonic()
                 for _ in range(n):
-                    if time.monotonic() - start > ns.max_seconds:
+                    if time.monotonic() - start > max_seconds:
                         break
                     for url, sink in ((upstream_url, direct), (gw_url, proxied)):
                         t0 = time.perf_counter()
