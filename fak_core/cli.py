@@ -14,26 +14,38 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 from fak_core import __version__
-from fak_core.policy import PolicyError, default_policy, dump_policy, load_policy, policy_digest
+from fak_core.policy import (
+    Policy,
+    PolicyError,
+    default_policy,
+    dump_policy,
+    load_policy,
+    policy_digest,
+)
 
 __all__ = ["main"]
 
 
-def _policy_check(ns: argparse.Namespace) -> int:
+def _load(path: str | None) -> Policy | None:
+    """The policy at ``path`` (the built-in one if none); None after printing the error."""
     try:
-        policy = load_policy(ns.file) if ns.file else default_policy()
+        return load_policy(path) if path else default_policy()
     except PolicyError as exc:
         print(f"fak: {exc}", file=sys.stderr)
+        return None
+
+
+def _policy_check(ns: argparse.Namespace) -> int:
+    policy = _load(ns.file)
+    if policy is None:
         return 2
     print(f"ok: {ns.file or 'default policy'} {policy_digest(policy)}")
     return 0
 
 
 def _policy_dump(ns: argparse.Namespace) -> int:
-    try:
-        policy = load_policy(ns.file) if ns.file else default_policy()
-    except PolicyError as exc:
-        print(f"fak: {exc}", file=sys.stderr)
+    policy = _load(ns.file)
+    if policy is None:
         return 2
     sys.stdout.write(dump_policy(policy, ns.format))
     return 0
@@ -43,10 +55,8 @@ def _decide(ns: argparse.Namespace) -> int:
     from fak_core.calls import ToolCall
     from fak_core.kernel import Kernel
 
-    try:
-        policy = load_policy(ns.policy) if ns.policy else default_policy()
-    except PolicyError as exc:
-        print(f"fak: {exc}", file=sys.stderr)
+    policy = _load(ns.policy)
+    if policy is None:
         return 2
     kernel = Kernel(policy)
     v = kernel.decide(ToolCall(ns.tool, ns.args, ns.trace or "cli"))

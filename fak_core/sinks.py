@@ -177,7 +177,7 @@ def _is_destination(value: str, key: str) -> bool:
     return looks_external(value, key in _DEST_KEYS or low in _DEST_KEYS)
 
 
-def external_destinations(args: Any) -> list[str]:
+def external_destinations(args: Any, first_only: bool = False) -> list[str]:
     """Every string in ``args`` (at any depth) that names an external destination."""
     found: list[str] = []
     stack: list[tuple[Any, str]] = [(args, "")]
@@ -187,6 +187,8 @@ def external_destinations(args: Any) -> list[str]:
         if type(value) is str:
             if _is_destination(value, key):
                 found.append(value)
+                if first_only:
+                    break
         elif type(value) is dict:
             for k, v in value.items():
                 push((v, k))
@@ -198,20 +200,7 @@ def external_destinations(args: Any) -> list[str]:
 
 def has_external_destination(args: Any) -> bool:
     """Whether any string in ``args`` names an external destination (stops at the first)."""
-    stack: list[tuple[Any, str]] = [(args, "")]
-    pop, push = stack.pop, stack.append
-    while stack:
-        value, key = pop()
-        if type(value) is str:
-            if _is_destination(value, key):
-                return True
-        elif type(value) is dict:
-            for k, v in value.items():
-                push((v, k))
-        elif type(value) is list:
-            for v in value:
-                push((v, key))
-    return False
+    return bool(external_destinations(args, first_only=True))
 
 
 def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:

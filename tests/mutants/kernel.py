@@ -22,6 +22,7 @@ from fak_core.taint import Taint
 from fak_core.verdicts import KindRegistry, Verdict, VerdictKind
 from fak_core.view import CallView
 from pytest_fak import mutant
+from pytest_fak.pack import mutants as pack_mutants
 
 _fold = importlib.import_module("fak_core.fold")
 _kernel = importlib.import_module("fak_core.kernel")
@@ -54,22 +55,8 @@ def swap_rungs() -> Any:
 
 @mutant("A7.2/keeps-going")
 def keeps_going() -> Any:
-    """Evaluate every rung even after a catch, then report the first catch."""
-
-    def adjudicate(self: Ladder, view: CallView) -> Verdict:
-        self.total += 1
-        first = None
-        for number, rung in enumerate(self._rungs):
-            if self._probe is not None:
-                self._probe(number, rung)
-            catch = rung.check(view)
-            if catch is not None and first is None:
-                first = (number, catch)
-        if first is not None:
-            return self._caught(view, first[0] - 1, first[0], first[1])
-        return Verdict.defer("preflight")
-
-    return mock.patch.object(Ladder, "adjudicate", adjudicate)
+    """Evaluate every rung even after a catch, then report the first catch (the pack's)."""
+    return pack_mutants.keeps_going()
 
 
 @mutant("A7.3/ladder-allows")
