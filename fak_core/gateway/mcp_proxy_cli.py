@@ -56,6 +56,11 @@ def register(subparsers: Any) -> None:
         help="let the policy's 'sources' table vouch for tool results (default: all untrusted)",
     )
     p.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="append every decision and admission to this decision journal (SQLite)",
+    )
+    p.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         help="the downstream server command, after --",
@@ -114,8 +119,19 @@ def run(ns: argparse.Namespace) -> int:
     from fak_core.gateway.mcp_proxy import McpProxy, serve_stdio
     from fak_core.kernel import Kernel
 
+    kernel = Kernel(policy)
+    journal = None
+    if ns.journal:
+        from fak_core.journal import Journal, JournalError
+
+        try:
+            journal = Journal(ns.journal)
+        except JournalError as exc:
+            print(f"fak mcp-proxy: --journal: {exc}", file=sys.stderr)
+            return 2
+        journal.attach(kernel)
     proxy = McpProxy(
-        Kernel(policy),
+        kernel,
         specs,
         call_timeout=ns.call_timeout,
         prefix=True if ns.prefix else None,
@@ -125,4 +141,7 @@ def run(ns: argparse.Namespace) -> int:
         anyio.run(serve_stdio, proxy)
     except KeyboardInterrupt:
         return 130
+    finally:
+        if journal is not None:
+            journal.close()
     return 0

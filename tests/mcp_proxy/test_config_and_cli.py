@@ -122,6 +122,8 @@ async def test_fak_mcp_proxy_over_stdio_end_to_end(downstream: Downstream, tmp_p
         str(policy),
         "--call-timeout",
         "10",
+        "--journal",
+        str(tmp_path / "journal.db"),
         "--",
         sys.executable,
         str(SERVERS),
@@ -147,6 +149,14 @@ async def test_fak_mcp_proxy_over_stdio_end_to_end(downstream: Downstream, tmp_p
         assert (verdict["kind"], verdict["reason"]) == ("DENY", "TRUST_VIOLATION")
     subjects = [m["subject"] for m in downstream.mails()[mails_before:]]
     assert subjects == ["e2e clean"]
+    # both proxy processes appended to one journal, in one unbroken chain
+    from fak_core.journal import read_rows, verify_files
+
+    rows = [(r["event"], r["tool"], r["verdict"]) for r in read_rows(tmp_path / "journal.db")]
+    assert ("decide", "send_email", "ALLOW") in rows
+    assert ("quarantine", "fetch_url", "QUARANTINE") in rows
+    assert rows[-1] == ("decide", "send_email", "DENY")
+    assert verify_files([tmp_path / "journal.db"]).ok
 
 
 def test_spec_validation_names_the_fix() -> None:
