@@ -44,6 +44,7 @@ DEFAULT_CALL_TIMEOUT = 30.0
 #: A listing longer than this many pages is refused (a paginator that never ends).
 MAX_LIST_PAGES = 100
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+HANDSHAKE_MIN_S = 15.0
 _SPEC_KEYS = ("command", "args", "env", "cwd", "url", "headers", "timeout")
 
 
@@ -204,6 +205,9 @@ class Downstream:
         self.spec = spec
         self.name = spec.name
         self.timeout = spec.timeout or call_timeout
+        # Starting a server (a fresh interpreter, an npx package) can take seconds on a busy
+        # machine: the handshake gets its own, longer bound than a call.
+        self.handshake_timeout = max(self.timeout * 2, HANDSHAKE_MIN_S)
         self.errlog = errlog
         self.connects = 0
         self._tg: anyio.abc.TaskGroup | None = None
@@ -237,7 +241,7 @@ class Downstream:
                 env=dict(spec.env) or None,
                 cwd=spec.cwd,
             )
-        return Client(target, read_timeout_seconds=self.timeout, cache=None), http
+        return Client(target, read_timeout_seconds=self.handshake_timeout, cache=None), http
 
     async def _own(self, *, task_status: anyio.abc.TaskStatus[Client]) -> None:
         stop = anyio.Event()
@@ -271,11 +275,11 @@ class Downstream:
             if self._tg is None:
                 raise DownstreamError(self.name, "unavailable", "the proxy is not running")
             try:
-                with anyio.fail_after(self.timeout * 2):
+                with anyio.fail_after(self.handshake_timeout):
                     self._client = await self._tg.start(self._own)
             except TimeoutError:
                 raise DownstreamError(
-                    self.name, "unavailable", f"no handshake within {self.timeout * 2:g}s"
+                    self.name, "unavailable", f"no handshake within {self.handshake_timeout:g}s"
                 ) from None
             except Exception as exc:
                 raise DownstreamError(self.name, "unavailable", _describe(exc)) from None
