@@ -168,7 +168,7 @@ def test_generators_reach_every_finding_kind() -> None:
 
 
 @pytest.mark.fak_theorem("F1.5")
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(flow_docs(unique_ids=True), st.randoms(use_true_random=False))
 def test_compilation_is_deterministic(doc: dict[str, Any], rnd: Any) -> None:
     flow = flow_from_dict(doc)
