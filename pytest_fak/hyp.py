@@ -6,11 +6,20 @@ Hypothesis when the witness's module already imported it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-__all__ = ["MUTANT_PROFILE", "PROFILE", "ExampleCounter", "load_profile", "register_profiles"]
+__all__ = [
+    "MUTANT_PROFILE",
+    "PROFILE",
+    "ExampleCounter",
+    "load_profile",
+    "mutant_settings",
+    "register_profiles",
+]
 
 PROFILE = "fak"
 MUTANT_PROFILE = "fak-mutant"
@@ -43,6 +52,33 @@ def load_profile(name: str) -> None:
     from hypothesis import settings
 
     settings.load_profile(name)
+
+
+@contextlib.contextmanager
+def mutant_settings(test: Any) -> Iterator[None]:
+    """Run ``test`` (a ``@given`` test) under the ``fak-mutant`` profile's budget and phases.
+
+    Hypothesis binds a test's settings when ``@given`` decorates it, so loading a profile
+    later does not reach it; this swaps the bound settings for ones with the mutant
+    profile's example cap (never more than the test's own) and phases, and restores them.
+    """
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if current is None or "hypothesis" not in sys.modules:
+        yield
+        return
+    from hypothesis import settings
+
+    profile = settings.get_profile(MUTANT_PROFILE)
+    test._hypothesis_internal_use_settings = settings(
+        current,
+        max_examples=min(current.max_examples, profile.max_examples),
+        phases=profile.phases,
+        print_blob=False,
+    )
+    try:
+        yield
+    finally:
+        test._hypothesis_internal_use_settings = current
 
 
 class ExampleCounter:

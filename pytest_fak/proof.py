@@ -248,6 +248,8 @@ class ProofSession:
         hyp_loaded = "hypothesis" in sys.modules
         if hyp_loaded:
             hyp.load_profile(hyp.MUTANT_PROFILE)
+        budget = hyp.mutant_settings(getattr(item, "obj", None))
+        budget.__enter__()  # the test's own Hypothesis settings, capped like the profile
         try:
             for mid in sorted(decls):
                 m = registry.get(mid)
@@ -276,6 +278,7 @@ class ProofSession:
                         if v == verdicts.KILLED:
                             out[k] = verdicts.INCONCLUSIVE
         finally:
+            budget.__exit__(None, None, None)
             if hyp_loaded:
                 hyp.load_profile(hyp.PROFILE)
         return out

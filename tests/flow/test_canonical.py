@@ -7,6 +7,7 @@ vectors, and the invariances a content digest needs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
@@ -69,12 +70,14 @@ def independent(doc: Any) -> str:
     return "{" + ",".join(f"{independent(k)}:{independent(v)}" for k, v in items) + "}"
 
 
+@pytest.mark.fak_theorem("F1.1")
 @settings(max_examples=150)
 @given(docs)
 def test_canonicalisation_agrees_with_an_independent_rfc8785_serialiser(doc: Any) -> None:
     assert canonical_bytes(doc) == independent(doc).encode("utf-8")
 
 
+@pytest.mark.fak_theorem("F1.1")
 @settings(max_examples=150)
 @given(
     st.recursive(
@@ -118,6 +121,7 @@ RFC_VECTORS = [
 ]
 
 
+@pytest.mark.fak_theorem("F1.1")
 @pytest.mark.parametrize(("bits", "text"), RFC_VECTORS)
 def test_rfc_number_vectors(bits: str, text: str) -> None:
     value = struct.unpack(">d", bytes.fromhex(bits))[0]
@@ -152,6 +156,7 @@ def spell(doc: Any, draw: Any) -> str:
     return "{" + ws + body + ws + "}"
 
 
+@pytest.mark.fak_theorem("F1.1")
 @settings(max_examples=100)
 @given(docs, st.data())
 def test_digest_ignores_key_order_whitespace_and_number_spelling(doc: Any, data: Any) -> None:
@@ -195,6 +200,7 @@ def _different(old: Any, draw: Any) -> Any:
     return new
 
 
+@pytest.mark.fak_theorem("F1.1")
 @settings(max_examples=100)
 @given(docs, st.data())
 def test_digest_changes_with_any_single_field(doc: Any, data: Any) -> None:
@@ -206,6 +212,7 @@ def test_digest_changes_with_any_single_field(doc: Any, data: Any) -> None:
     assert digest(changed) != digest(doc)
 
 
+@pytest.mark.fak_theorem("F1.1")
 @settings(max_examples=100)
 @given(st.dictionaries(keys, leaves, min_size=1, max_size=5), st.data())
 def test_digest_changes_when_a_key_is_added_removed_or_renamed(
@@ -217,6 +224,7 @@ def test_digest_changes_when_a_key_is_added_removed_or_renamed(
     assert len({digest(doc), digest(removed), digest(renamed)}) == 3
 
 
+@pytest.mark.fak_theorem("F1.1")
 @pytest.mark.parametrize(
     "bad", [float("nan"), math.inf, 2**53, -(2**53), {1: 2}, object(), "\ud800"]
 )
@@ -229,3 +237,12 @@ def test_values_without_a_canonical_form_are_refused(bad: Any) -> None:
 def test_non_json_text_is_refused(text: str) -> None:
     with pytest.raises(CanonicalError):
         digest_json_text(text)
+
+
+@pytest.mark.fak_theorem("F1.1")
+@settings(max_examples=100)
+@given(docs)
+def test_digest_is_sha256_over_the_independent_serialisation(doc: Any) -> None:
+    expected = "sha256:" + hashlib.sha256(independent(doc).encode("utf-8")).hexdigest()
+    assert digest(doc) == expected
+    assert digest_json_text(json.dumps(doc)) == expected

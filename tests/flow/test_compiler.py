@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -126,14 +127,16 @@ def brute_force(doc: dict[str, Any]) -> set[tuple[str, str]]:
     return out
 
 
-@settings(max_examples=400)
+@pytest.mark.fak_theorem("F1.5")
+@settings(max_examples=250)
 @given(flow_docs())
 def test_compiler_matches_brute_force(doc: dict[str, Any]) -> None:
     got = {(f.code, f.path) for f in compile_flow(flow_from_dict(doc)).findings}
     assert got == brute_force(doc)
 
 
-@settings(max_examples=200)
+@pytest.mark.fak_theorem("F1.5")
+@settings(max_examples=120)
 @given(flow_docs(unique_ids=True))
 def test_compiler_matches_brute_force_with_unique_ids(doc: dict[str, Any]) -> None:
     got = {(f.code, f.path) for f in compile_flow(flow_from_dict(doc)).findings}
@@ -164,7 +167,8 @@ def test_generators_reach_every_finding_kind() -> None:
     }
 
 
-@settings(max_examples=150)
+@pytest.mark.fak_theorem("F1.5")
+@settings(max_examples=100)
 @given(flow_docs(unique_ids=True), st.randoms(use_true_random=False))
 def test_compilation_is_deterministic(doc: dict[str, Any], rnd: Any) -> None:
     flow = flow_from_dict(doc)
@@ -193,12 +197,14 @@ def _two_nodes(b_inputs: list[dict[str, Any]], prompt: str = "go") -> dict[str, 
     }
 
 
+@pytest.mark.fak_theorem("F1.5")
 def test_format_contract_mismatch_is_found() -> None:
     doc = _two_nodes([{"name": "x", "source": "a.out", "type": "doc", "format": "html"}])
     (f,) = compile_flow(flow_from_dict(doc)).findings
     assert (f.code, f.path) == ("FORMAT_MISMATCH", "nodes[1].inputs[0].sources[0]")
 
 
+@pytest.mark.fak_theorem("F1.5")
 def test_placeholders_may_not_create_implicit_edges() -> None:
     ok = _two_nodes([{"name": "x", "source": "a.out", "type": "doc"}], "use {{ x }}")
     assert compile_flow(flow_from_dict(ok)).ok
@@ -211,6 +217,7 @@ def test_placeholders_may_not_create_implicit_edges() -> None:
     ]
 
 
+@pytest.mark.fak_theorem("F1.5")
 def test_plan_lists_edges_requirements_and_rework() -> None:
     doc = _two_nodes(
         [
@@ -226,3 +233,31 @@ def test_plan_lists_edges_requirements_and_rework() -> None:
         "requirement_inputs": [{"requirement": "spec", "to": "b", "input": "s"}],
         "rework": [{"from": "b", "to": "a"}],
     }
+
+
+@pytest.mark.fak_theorem("F1.5")
+def test_plan_order_does_not_depend_on_file_order() -> None:
+    """A diamond (a -> b, a -> c, b and c -> d) plus an independent e, in every file order."""
+    inp = [{"name": "x", "source": "a.out", "type": "doc"}]
+    nodes = {
+        "a": {"id": "a", "prompt": "p", "model": "m", "outputs": [OUT]},
+        "b": {"id": "b", "prompt": "p", "model": "m", "inputs": inp, "outputs": [OUT]},
+        "c": {"id": "c", "prompt": "p", "model": "m", "inputs": inp, "outputs": [OUT]},
+        "d": {
+            "id": "d",
+            "prompt": "p",
+            "model": "m",
+            "inputs": [
+                {"name": "x", "source": "b.out", "type": "doc"},
+                {"name": "y", "source": "c.out", "type": "doc"},
+            ],
+        },
+        "e": {"id": "e", "prompt": "p", "model": "m"},
+    }
+    base = _two_nodes([])
+    plans = set()
+    for order in itertools.permutations(nodes):
+        plan = compile_flow(flow_from_dict(dict(base, nodes=[nodes[i] for i in order]))).plan
+        assert plan is not None
+        plans.add(tuple(plan["order"]))
+    assert plans == {("a", "b", "c", "d", "e")}

@@ -70,6 +70,7 @@ def test_example_passes_and_records_every_step() -> None:
     assert out.private.credentials == {"implement": ("vault://acme/reports/deploy-key",)}
 
 
+@pytest.mark.fak_theorem("F1.1")
 def test_same_inputs_give_the_same_manifest_and_digest() -> None:
     assert run().manifest == run().manifest
     assert run(task="t2").manifest.digest != run().manifest.digest
@@ -229,6 +230,7 @@ def breakages() -> dict[str, tuple[str, str, Any]]:
     }
 
 
+@pytest.mark.fak_theorem("F1.3")
 @pytest.mark.parametrize("name", sorted(breakages()))
 def test_each_breakage_fails_at_its_step_and_later_steps_do_not_run(name: str) -> None:
     step, code, mutate = breakages()[name]
@@ -245,6 +247,7 @@ def test_each_breakage_fails_at_its_step_and_later_steps_do_not_run(name: str) -
     assert all(":" in c for c in out.repair.changes)
 
 
+@pytest.mark.fak_theorem("F1.3")
 def test_floating_reference_is_never_resolved_nor_substituted() -> None:
     fl = example_flow_doc()
     fl["nodes"][0]["skills"] = ["planning@latest"]

@@ -75,6 +75,7 @@ def _tamper(body: dict[str, Any], path: tuple[Any, ...], how: str) -> dict[str, 
 LEAVES = [p for p in _leaves(GOOD.body) if p]
 
 
+@pytest.mark.fak_theorem("F1.2")
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(LEAVES), st.sampled_from(["change", "delete"]))
 def test_a_tampered_manifest_is_always_refused(path: tuple[Any, ...], how: str) -> None:
@@ -86,6 +87,7 @@ def test_a_tampered_manifest_is_always_refused(path: tuple[Any, ...], how: str) 
         runner.start()
 
 
+@pytest.mark.fak_theorem("F1.2")
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([p for p in LEAVES if p[0] in ("nodes", "lock", "plan", "snapshot")]))
 def test_a_resealed_tamper_is_refused_by_content_or_by_the_expected_digest(
@@ -98,6 +100,28 @@ def test_a_resealed_tamper_is_refused_by_content_or_by_the_expected_digest(
         Runner(forged, FileFetcher(EXAMPLE), expected_digest=GOOD.digest).start()
 
 
+@pytest.mark.fak_theorem("F1.2")
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda b: b["task"].update(identity="mallory"),
+        lambda b: b["task"].update(id="t2"),
+        lambda b: b["snapshot"]["origin"].update(version="v4"),
+    ],
+)
+def test_a_consistent_resealed_forgery_is_refused_by_the_specs_digest(edit: Any) -> None:
+    """A forger who changes only what the snapshot cannot contradict, then reseals, is
+    still refused: the execution specification carries the digest preflight computed."""
+    body = json.loads(json.dumps(GOOD.body))
+    edit(body)
+    forged = Manifest.seal(body)
+    assert revalidate(forged) == ()  # the body alone is self-consistent
+    assert {f.code for f in revalidate(forged, GOOD.digest)} == {"DIGEST_MISMATCH"}
+    with pytest.raises(RunnerRefused, match="DIGEST_MISMATCH"):
+        Runner(forged.to_json().encode(), FileFetcher(EXAMPLE), GOOD.digest).start()
+
+
+@pytest.mark.fak_theorem("F1.2")
 @pytest.mark.parametrize(
     ("edit", "code"),
     [
@@ -123,6 +147,7 @@ def test_resealed_content_changes_are_named(edit: Any, code: str) -> None:
     assert code in {f.code for f in findings}
 
 
+@pytest.mark.fak_theorem("F1.2")
 def test_the_untouched_manifest_passes_and_file_round_trip_verifies(tmp_path: Path) -> None:
     assert revalidate(GOOD, GOOD.digest) == ()
     path = tmp_path / "m.json"
@@ -133,6 +158,7 @@ def test_the_untouched_manifest_passes_and_file_round_trip_verifies(tmp_path: Pa
     assert load_verified_manifest(reformatted) == GOOD
 
 
+@pytest.mark.fak_theorem("F1.2")
 def test_load_verified_manifest_refuses_tampering_with_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(GOOD.to_json().replace("implementation plan", "deletion plan"))
@@ -163,6 +189,7 @@ def _launch(fl: Any, ws: Any, who: str, resources: RecordingResources, **kw: Any
 BREAKS = breakages()
 
 
+@pytest.mark.fak_theorem("F1.3")
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from(sorted(BREAKS)), max_size=3, unique=True))
 def test_no_failing_preflight_creates_a_resource(names: list[str]) -> None:
@@ -191,6 +218,7 @@ def test_resources_hold_the_frozen_manifest_and_the_credentials_stay_private() -
     assert b"vault://" not in mounted
 
 
+@pytest.mark.fak_theorem("F1.2", "F1.3")
 def test_a_manifest_altered_in_transit_stops_the_runner_and_releases_resources() -> None:
     resources = RecordingResources()
     altered = GOOD.to_json().replace("Review {{patch}}", "Approve {{patch}}").encode()
@@ -243,6 +271,7 @@ def _decide(kernel: Kernel, tool: str, args: dict[str, Any]) -> Any:
     return kernel.decide(ToolCall(tool, json.dumps(args), "trace"))
 
 
+@pytest.mark.fak_theorem("F1.6")
 def test_the_lock_compiles_into_each_nodes_kernel_policy() -> None:
     plan = Kernel(kernel_policy_for(GOOD, "plan"))
     assert _decide(plan, "read_file", {"path": "src/app.py"}).kind == VerdictKind.ALLOW

@@ -73,6 +73,7 @@ def place(where: str, secret: str, key: str, node: int) -> tuple[Any, Any]:
     return fl, ws
 
 
+@pytest.mark.fak_theorem("F1.4")
 @settings(max_examples=120, deadline=None)
 @given(SECRETS, st.sampled_from(REFUSED + PRIVATE), SECRET_KEYS, st.integers(0, 2))
 def test_generated_secrets_never_survive(secret: str, where: str, key: str, node: int) -> None:
@@ -95,6 +96,7 @@ def test_generated_secrets_never_survive(secret: str, where: str, key: str, node
         assert {f.code for f in failed[0].findings} == {"SECRET_IN_MANIFEST"}
 
 
+@pytest.mark.fak_theorem("F1.4")
 def test_projection_shows_agent_evidence_and_only_a_note_for_the_private_layer() -> None:
     out = preflight(
         ExistingFlow(flow_from_dict(example_flow_doc())),
@@ -128,6 +130,7 @@ def test_projection_shows_agent_evidence_and_only_a_note_for_the_private_layer()
     assert review["approval_required"] is True
 
 
+@pytest.mark.fak_theorem("F1.4")
 def test_projection_refuses_a_manifest_with_a_secret() -> None:
     out = preflight(
         ExistingFlow(flow_from_dict(example_flow_doc())),
@@ -142,6 +145,7 @@ def test_projection_refuses_a_manifest_with_a_secret() -> None:
         project(Manifest.seal(body))
 
 
+@pytest.mark.fak_theorem("F1.4")
 @pytest.mark.parametrize(
     ("doc", "flagged"),
     [
@@ -157,3 +161,40 @@ def test_projection_refuses_a_manifest_with_a_secret() -> None:
 )
 def test_scanner_examples(doc: dict[str, Any], flagged: bool) -> None:
     assert bool(scan(doc)) is flagged
+
+
+def _private_values() -> list[str]:
+    ws = example_workspace_doc()
+    ext = next(c for c in ws["capabilities"] if c["kind"] == "extension")
+    return [ws["platform"]["system_prompt"], ws["platform"]["gateway"], ext["gateway"]]
+
+
+@pytest.mark.fak_theorem("F1.4")
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(_private_values()),
+    st.sampled_from(["prompt", "runtime-value", "runtime-nested"]),
+    st.integers(0, 2),
+)
+def test_private_layer_values_copied_into_the_flow_are_refused(
+    private: str, where: str, node: int
+) -> None:
+    """Values only the private execution layer may hold (the platform system prompt, gateway
+    addresses) are refused when a flow copies them, though they match no secret shape."""
+    assert not scan({"v": private})  # nothing but the private-value list can catch these
+    fl = example_flow_doc()
+    n = fl["nodes"][node]
+    if where == "prompt":
+        n["prompt"] += " Context: " + private
+    elif where == "runtime-value":
+        n["runtime"]["note"] = private
+    else:
+        n["runtime"]["env"] = {"UPSTREAM": [private]}
+    out = preflight(
+        ExistingFlow(flow_from_dict(fl)), identity="alice", workspace=workspace(), task_id="t"
+    )
+    assert not out.ok
+    failed = [s for s in out.steps if s.status == "failed"]
+    assert [s.step for s in failed] == ["freeze"], out.to_dict()
+    assert {f.code for f in failed[0].findings} == {"SECRET_IN_MANIFEST"}
+    assert private not in json.dumps(out.to_dict())

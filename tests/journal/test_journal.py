@@ -8,12 +8,16 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, Result, Status, ToolCall, VerdictKind
+from fak_core import journal as journal_module
 from fak_core.cli import main as fak
 from fak_core.journal import Journal, JournalError, read_rows, verify_files
 
@@ -25,7 +29,25 @@ def journaled(path: Path, **kw: object) -> tuple[Kernel, Journal]:
     return k, j
 
 
+@pytest.mark.fak_theorem("C1.1")
+def fresh(tmp_path: Path) -> Path:
+    """A new directory on every run: proof mode re-runs a witness with the same tmp_path."""
+    return Path(tempfile.mkdtemp(dir=tmp_path))
+
+
+def break_disk(j: Journal) -> None:
+    """The disk goes away under the writer: its next commit fails with an sqlite3 error.
+
+    The writer's connection is swapped for a closed one rather than closed in place, so
+    a writer thread still inside a commit (as under a broken ``sync``) cannot crash.
+    """
+    gone = sqlite3.connect(":memory:")
+    gone.close()
+    j._conn = gone
+
+
 def test_every_decision_and_admission_is_chained(tmp_path: Path) -> None:
+    tmp_path = fresh(tmp_path)
     k, j = journaled(tmp_path / "j.db")
     k.decide(ToolCall("get_a", "{}", "t1"))
     k.decide(ToolCall("nope", "{}", "t1"))
@@ -42,6 +64,7 @@ def test_every_decision_and_admission_is_chained(tmp_path: Path) -> None:
     j.close()
 
 
+@pytest.mark.fak_theorem("C1.1")
 @pytest.mark.parametrize(
     ("sql", "problem"),
     [
@@ -51,6 +74,7 @@ def test_every_decision_and_admission_is_chained(tmp_path: Path) -> None:
     ],
 )
 def test_tampering_names_the_first_broken_row(tmp_path: Path, sql: str, problem: str) -> None:
+    tmp_path = fresh(tmp_path)
     path = tmp_path / "j.db"
     k, j = journaled(path)
     for i in range(6):
@@ -66,7 +90,9 @@ def test_tampering_names_the_first_broken_row(tmp_path: Path, sql: str, problem:
     assert fak(["journal", "verify", str(path)]) == 1
 
 
+@pytest.mark.fak_theorem("C1.2")
 def test_reopening_continues_the_chain(tmp_path: Path) -> None:
+    tmp_path = fresh(tmp_path)
     path = tmp_path / "j.db"
     for round_ in range(3):
         k, j = journaled(path)
@@ -79,6 +105,7 @@ def test_reopening_continues_the_chain(tmp_path: Path) -> None:
 
 
 def test_rotation_carries_the_chain_across_files(tmp_path: Path) -> None:
+    tmp_path = fresh(tmp_path)
     path = tmp_path / "j.db"
     k, j = journaled(path, rotate_bytes=16_384, batch=8)
     for i in range(600):
@@ -96,12 +123,14 @@ def test_rotation_carries_the_chain_across_files(tmp_path: Path) -> None:
         assert not verify_files([files[0], *files[2:]]).ok
 
 
+@pytest.mark.fak_theorem("C1.2")
 def test_a_journal_that_cannot_be_written_fails_the_kernel_closed(tmp_path: Path) -> None:
+    tmp_path = fresh(tmp_path)
     path = tmp_path / "j.db"
     k, j = journaled(path)
     assert k.decide(ToolCall("get_a", "{}", "t")).kind == VerdictKind.ALLOW
     j.sync()
-    j._conn.close()  # the disk goes away under the writer
+    break_disk(j)
     k.decide(ToolCall("get_a", "{}", "t"))  # recorded, but the write fails
     with pytest.raises(JournalError, match="unavailable"):
         j.sync(timeout=5)
@@ -136,7 +165,9 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.fak_theorem("C1.2")
 def test_acknowledged_rows_survive_sigkill_under_load(tmp_path: Path) -> None:
+    tmp_path = fresh(tmp_path)
     path = tmp_path / "j.db"
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path)],
@@ -178,3 +209,140 @@ def test_cli_tail_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "ok: 1 rows" in out and "get_a" in out and '"verdict": "ALLOW"' in out
     assert fak(["journal", "verify", str(tmp_path / "missing.db")]) == 2
+
+
+# -- theorem witnesses: a tamper at a generated row, sync against a held write lock --------
+
+FIELDS = ("ts", "event", "trace", "tool", "args_digest", "verdict", "reason", "by")
+
+
+def _journal_of(path: Path, n: int) -> None:
+    k, j = journaled(path)
+    for i in range(n):
+        k.decide(ToolCall("get_a" if i % 2 else "nope", f'{{"i": {i}}}', f"t{i}"))
+    j.close()
+
+
+def _tamper(path: Path, kind: str, r: int, field: str) -> int:
+    """Apply one tamper at row ``r``; return the row verification must name."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = {row[0]: row for row in conn.execute("SELECT seq, hash, prev_hash FROM decisions")}
+        if kind == "edit":
+            conn.execute(f"UPDATE decisions SET {field} = {field} || 'x' WHERE seq = ?", (r,))
+            expected = r
+        elif kind == "delete":  # a row with a successor (see CAVEATS for the tail)
+            conn.execute("DELETE FROM decisions WHERE seq = ?", (r,))
+            expected = r + 1
+        elif kind == "reorder":  # rows r and r+1 swap places
+            conn.execute("UPDATE decisions SET seq = -1 WHERE seq = ?", (r,))
+            conn.execute("UPDATE decisions SET seq = ? WHERE seq = ?", (r, r + 1))
+            conn.execute("UPDATE decisions SET seq = ? WHERE seq = -1", (r + 1,))
+            expected = r
+        else:  # "rehash": edit row r, recompute its hash, repoint row r+1 at it
+            conn.execute(f"UPDATE decisions SET {field} = {field} || 'x' WHERE seq = ?", (r,))
+            cols = ", ".join(journal_module._FIELDS)
+            values = conn.execute(f"SELECT {cols} FROM decisions WHERE seq = ?", (r,)).fetchone()
+            row = dict(zip(journal_module._FIELDS, values, strict=True))
+            new = journal_module.row_hash(rows[r][2], row)
+            conn.execute("UPDATE decisions SET hash = ? WHERE seq = ?", (new, r))
+            conn.execute("UPDATE decisions SET prev_hash = ? WHERE seq = ?", (new, r + 1))
+            expected = r + 1
+        conn.commit()
+    finally:
+        conn.close()
+    return expected
+
+
+@st.composite
+def tampers(draw: st.DrawFn) -> tuple[int, str, int, str]:
+    n = draw(st.integers(2, 10))
+    kind = draw(st.sampled_from(["edit", "delete", "reorder", "rehash"]))
+    last = n if kind == "edit" else n - 1  # delete, reorder and rehash need a successor
+    r = draw(st.integers(1, last))
+    field = draw(st.sampled_from([*FIELDS, "prev_hash", "hash"] if kind == "edit" else FIELDS))
+    return n, kind, r, field
+
+
+@pytest.mark.fak_theorem("C1.1")
+@settings(max_examples=40, deadline=None)
+@given(tampers())
+@example((6, "edit", 3, "verdict"))
+@example((6, "rehash", 2, "tool"))
+def test_a_tamper_at_any_row_is_named_by_verify(
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[int, str, int, str]
+) -> None:
+    n, kind, r, field = case
+    path = tmp_path_factory.mktemp("c11") / "j.db"
+    _journal_of(path, n)
+    assert verify_files([path]).ok
+    expected = _tamper(path, kind, r, field)
+    report = verify_files([path])
+    assert not report.ok, (case, report)
+    assert report.broken_seq == expected, (case, report.describe())
+
+
+@pytest.mark.fak_theorem("C1.2")
+def test_sync_acknowledges_only_committed_rows(tmp_path: Path) -> None:
+    """While another connection holds the write lock no commit can happen, so sync must
+    not return; once the lock goes, it returns and every row recorded before it is there."""
+    tmp_path = fresh(tmp_path)
+    path = tmp_path / "j.db"
+    k, j = journaled(path)
+    k.decide(ToolCall("get_a", "{}", "warm"))
+    j.sync()
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        for i in range(20):
+            k.decide(ToolCall("get_a", "{}", f"t{i}"))
+        with pytest.raises(JournalError, match="did not commit"):
+            j.sync(timeout=0.3)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert j.sync() >= 21
+    assert len(list(read_rows(path))) == 21
+    j.close()
+    assert verify_files([path]).ok
+
+
+@pytest.mark.fak_theorem("C1.2")
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [("get_a", "{}"), ("fetch", '{"url": "https://example.com"}'), ("unknown", "{}")],
+)
+def test_every_call_is_denied_once_the_journal_is_down(
+    tmp_path: Path, tool: str, args: str
+) -> None:
+    tmp_path = fresh(tmp_path)
+    k, j = journaled(tmp_path / "j.db")
+    j.sync()
+    break_disk(j)
+    k.decide(ToolCall("get_a", "{}", "t"))
+    with pytest.raises(JournalError):
+        j.sync(timeout=5)
+    v = k.decide(ToolCall(tool, args, "t"))
+    assert v.kind == VerdictKind.DENY
+    assert k.reasons.name(v.reason) == "JOURNAL_DOWN"
+
+
+@pytest.mark.fak_theorem("C1.1")
+def test_a_rotated_series_verifies_only_whole_and_in_order(tmp_path: Path) -> None:
+    """Rotation after every commit: each file links to the one before it."""
+    tmp_path = fresh(tmp_path)
+    path = tmp_path / "j.db"
+    k, j = journaled(path, rotate_bytes=1)
+    for i in range(12):
+        k.decide(ToolCall("get_a", "{}", f"t{i}"))
+        if i % 3 == 2:
+            j.sync()
+    j.close()
+    rotated = sorted(tmp_path.glob("j.db.*"), key=lambda p: int(p.suffix[1:]))
+    files = [*rotated, path]
+    assert len(rotated) >= 4
+    report = verify_files(files)
+    assert report.ok and report.rows == 12, report.describe()
+    assert [int(r["seq"]) for f in files for r in read_rows(f)] == list(range(1, 13))
+    assert not verify_files([files[0], *files[2:]]).ok  # a file missing from the middle
+    assert not verify_files([files[1], files[0], *files[2:]]).ok  # two files swapped

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, PolicyError, Reason, ToolCall, VerdictKind, load_policy
 from fak_core.ratelimit import RateLimit
@@ -26,6 +28,7 @@ def limited(cap: int, key: str = "trace") -> tuple[Kernel, Clock]:
     return k, clock
 
 
+@pytest.mark.fak_theorem("D9")
 def test_cap_then_wait_with_retry_after() -> None:
     k, clock = limited(3)
     for _ in range(3):
@@ -40,6 +43,7 @@ def test_cap_then_wait_with_retry_after() -> None:
     assert k.decide(ToolCall("get_a", "{}", "t")).kind == VerdictKind.ALLOW
 
 
+@pytest.mark.fak_theorem("D9")
 def test_a_denied_call_spends_no_budget() -> None:
     k, _ = limited(2)
     for _ in range(5):
@@ -51,6 +55,7 @@ def test_a_denied_call_spends_no_budget() -> None:
     assert k.decide(ToolCall("get_a", "{}", "t")).reason == Reason.RATE_LIMITED
 
 
+@pytest.mark.fak_theorem("D9")
 def test_reset_restores_exactly_the_cleared_key() -> None:
     k, _ = limited(1, key="tool")
     assert k.decide(ToolCall("get_a", "{}", "t")).kind == VerdictKind.ALLOW
@@ -62,6 +67,7 @@ def test_reset_restores_exactly_the_cleared_key() -> None:
     assert k.decide(ToolCall("get_b", "{}", "u")).reason == Reason.RATE_LIMITED
 
 
+@pytest.mark.fak_theorem("D9")
 def test_concurrent_calls_never_overspend() -> None:
     k, _ = limited(50, key="global")
     allowed: list[int] = []
@@ -101,3 +107,92 @@ def test_set_policy_adds_and_removes_the_limiter() -> None:
     k.set_policy(Policy(allow=("get_a",)))
     assert k.rate_limiter is None
     assert k.decide(ToolCall("get_a", "{}", "t")).kind == VerdictKind.ALLOW
+
+
+# -- D9: the limiter against a model, over generated sequences --------------------------
+
+CAP, WINDOW = 3, 10.0
+TRACES = ("t0", "t1", "t2")
+STEPS = st.one_of(
+    st.tuples(
+        st.just("call"), st.sampled_from(TRACES), st.sampled_from(["ok", "forbidden", "malformed"])
+    ),
+    st.tuples(st.just("tick"), st.sampled_from([0.5, 2.5, 4.0, 9.5, 10.0])),
+    st.tuples(st.just("reset"), st.sampled_from([*TRACES, None])),
+)
+
+
+def _expected_wait(start: float, now: float) -> str:
+    return str(max(1, int((WINDOW - (now - start)) * 1000)))
+
+
+@pytest.mark.fak_theorem("D9")
+@settings(max_examples=120, deadline=None)
+@given(st.lists(STEPS, max_size=40))
+@example([("call", "t0", "ok")] * 3 + [("tick", 2.5), ("call", "t0", "forbidden")])
+@example([("call", "t1", "malformed")] * 4 + [("call", "t1", "ok")] * 3 + [("reset", "t0")])
+def test_the_limiter_matches_a_fixed_window_model(steps: list[tuple[object, ...]]) -> None:
+    """Per trace: calls 1..CAP of a window pass, later ones wait with the exact retry-after;
+    a call refused for any reason spends nothing; reset clears exactly the named key."""
+    k, clock = limited(CAP)
+    limiter = k.rate_limiter
+    assert limiter is not None
+    windows: dict[str, tuple[float, int]] = {}  # key -> (window start, calls charged)
+    for step in steps:
+        if step[0] == "tick":
+            clock.now += float(step[1])  # type: ignore[arg-type]
+            continue
+        if step[0] == "reset":
+            key = None if step[1] is None else f"trace:{step[1]}"
+            limiter.reset(key)
+            if key is None:
+                windows.clear()
+            else:
+                windows.pop(key, None)
+            continue
+        _, trace, what = step
+        key = f"trace:{trace}"
+        now = clock.now
+        start, used = windows.get(key, (now, 0))
+        if now - start >= WINDOW:
+            start, used = now, 0
+        tool, args = {
+            "ok": ("get_a", "{}"),
+            "forbidden": ("rm", "{}"),
+            "malformed": ("get_a", "{"),
+        }[str(what)]
+        v = k.decide(ToolCall(tool, args, str(trace)))
+        if used >= CAP:
+            assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.RATE_LIMITED), step
+            assert v.meta["retry_after_ms"] == _expected_wait(start, now)
+            continue
+        windows[key] = (start, used + 1 if what == "ok" else used)
+        if what == "ok":
+            assert v.kind == VerdictKind.ALLOW, (step, v)
+        else:
+            assert v.kind == VerdictKind.DENY and v.reason != Reason.RATE_LIMITED, (step, v)
+        for t in TRACES:
+            s0, u0 = windows.get(f"trace:{t}", (0.0, 0))
+            assert limiter.used(f"trace:{t}") == (u0 if clock.now - s0 < WINDOW else 0)
+
+
+@pytest.mark.fak_theorem("D9")
+def test_calls_released_together_never_overspend() -> None:
+    """Threads start on a barrier so their calls contend for the last slots."""
+    k, _ = limited(10, key="global")
+    allowed: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait(timeout=10)
+        for _ in range(5):
+            if k.decide(ToolCall("get_a", "{}", "t")).kind == VerdictKind.ALLOW:
+                allowed.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert len(allowed) == 10
+    assert k.rate_limiter is not None and k.rate_limiter.used("global") == 10

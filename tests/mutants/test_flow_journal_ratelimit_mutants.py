@@ -1,0 +1,51 @@
+"""Every mutant of theorems/flow.md, journal.md and ratelimit.md applies and is undone.
+
+A mutant whose source edit no longer matches the code raises when it is entered, and
+proof mode would count that as a kill; this check catches such a stale mutant first.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tests.mutants.flow
+import tests.mutants.journal
+import tests.mutants.ratelimit
+from fak_core.flow.compiler import _topological, compile_flow
+from fak_core.flow.task import launch_task
+from fak_core.journal import Journal
+from fak_core.ratelimit import RateLimiter
+from pytest_fak.mutants import registry
+
+MODULES = (tests.mutants.flow, tests.mutants.journal, tests.mutants.ratelimit)
+IDS = sorted(
+    mid
+    for mid in registry._by_id
+    if registry._by_id[mid].where.startswith(tuple(m.__name__ + "." for m in MODULES))
+)
+FUNCTIONS = (
+    compile_flow,
+    _topological,
+    launch_task,
+    Journal.__init__,
+    Journal._rotate,
+    RateLimiter.adjudicate,
+    RateLimiter.reset,
+)
+
+
+def test_the_three_modules_register_their_mutants() -> None:
+    assert len(IDS) == 33
+    assert {i.split("/")[0] for i in IDS} == {
+        "F1.1", "F1.2", "F1.3", "F1.4", "F1.5", "F1.6", "C1.1", "C1.2", "D9",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("mutant_id", IDS)
+def test_each_mutant_applies_and_is_undone(mutant_id: str) -> None:
+    before = [f.__code__ for f in FUNCTIONS]
+    m = registry.get(mutant_id)
+    assert m is not None
+    with m.applied():
+        pass
+    assert [f.__code__ for f in FUNCTIONS] == before
