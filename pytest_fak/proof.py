@@ -256,17 +256,7 @@ class ProofSession:
                 if m is None:
                     out[mid] = verdicts.MISSING
                     continue
-                try:
-                    with m.applied():
-                        item.runtest()
-                except pytest.skip.Exception:
-                    out[mid] = verdicts.INCONCLUSIVE
-                except (KeyboardInterrupt, SystemExit):
-                    raise
-                except BaseException:
-                    out[mid] = verdicts.KILLED
-                else:
-                    out[mid] = verdicts.SURVIVED
+                out[mid] = self._under_mutant(item, m)
             if verdicts.KILLED in out.values():
                 # Control: a kill only counts if the witness passes when re-run unbroken.
                 try:
@@ -282,6 +272,35 @@ class ProofSession:
             if hyp_loaded:
                 hyp.load_profile(hyp.PROFILE)
         return out
+
+    @staticmethod
+    def _under_mutant(item: pytest.Item, m: Any) -> str:
+        """Run the witness once inside mutant ``m``; a mutant that cannot be applied or
+        undone is BROKEN, never a kill (an exception there says nothing about the code)."""
+        cm = m.applied()
+        try:
+            cm.__enter__()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:
+            return verdicts.BROKEN
+        outcome = verdicts.SURVIVED
+        try:
+            item.runtest()
+        except pytest.skip.Exception:
+            outcome = verdicts.INCONCLUSIVE
+        except (KeyboardInterrupt, SystemExit):
+            cm.__exit__(None, None, None)
+            raise
+        except BaseException:
+            outcome = verdicts.KILLED
+        try:
+            cm.__exit__(None, None, None)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:
+            return verdicts.BROKEN
+        return outcome
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

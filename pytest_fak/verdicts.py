@@ -42,6 +42,8 @@ KILLED = "killed"
 SURVIVED = "survived"
 INCONCLUSIVE = "inconclusive"
 MISSING = "missing"
+#: The mutant itself raised while being applied or undone: it broke nothing it meant to.
+BROKEN = "broken"
 
 
 @dataclass
@@ -73,7 +75,10 @@ def _mutant_rows(t: Theorem, passed: Sequence[WitnessEvidence]) -> list[dict[str
     for m in t.mutants:
         outcomes = {w.nodeid: w.mutants.get(m.id, "not-run") for w in passed}
         killed_by = sorted(n for n, o in outcomes.items() if o == KILLED)
-        if killed_by:
+        if BROKEN in outcomes.values():
+            status = BROKEN  # a mutant that cannot be applied proves nothing, kills or not
+            killed_by = []
+        elif killed_by:
             status = KILLED
         elif SURVIVED in outcomes.values():
             status = SURVIVED

@@ -175,3 +175,64 @@ def test_report_is_deterministic_apart_from_declared_keys(pytester: pytest.Pytes
     assert (pytester.path / "r1" / "PROOFS.md").read_text() == (
         pytester.path / "r2" / "PROOFS.md"
     ).read_text()
+
+
+def test_a_mutant_that_cannot_be_applied_is_broken_not_a_kill(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    pytester.makepyfile(
+        clampmutants="""
+from pytest_fak import mutant
+
+@mutant("CL1.1/no-upper")
+def no_upper():
+    raise AttributeError("the code this mutant patches was renamed")
+"""
+    )
+    result = pytester.runpytest("--fak-theorems")
+    result.assert_outcomes(passed=1)
+    assert result.ret == 1
+    t = verdicts(pytester)["CL1.1"]
+    assert t["verdict"] == "OPEN"
+    assert t["mutants"][0]["status"] == "broken" and t["mutants"][0]["killed_by"] == []
+    result.stdout.fnmatch_lines(["*CL1.1*mutant CL1.1/no-upper is broken*"])
+
+
+def test_mutant_reruns_are_capped_even_for_witnesses_with_their_own_settings(
+    pytester: pytest.Pytester,
+) -> None:
+    # Hypothesis binds @settings at decoration time; proof mode must still cap the
+    # examples of every mutant re-run (here 500 requested, --fak-mutant-examples 7).
+    make_project(
+        pytester,
+        witness="""
+import pytest
+from hypothesis import given, settings, strategies as st
+import clamplib
+
+@pytest.mark.fak_theorem("CL1.1")
+@settings(max_examples=500)
+@given(st.integers(min_value=0, max_value=10**6))
+def test_clamp_in_range(x):
+    assert clamplib.clamp(x) >= 0
+""",
+    )
+    log = pytester.path / "mutant-calls.log"
+    pytester.makepyfile(
+        clampmutants=f"""
+from unittest import mock
+import clamplib
+from pytest_fak import mutant
+
+def counted(x, lo=0, hi=10):
+    with open({str(log)!r}, "a") as f:
+        f.write("x\\n")
+    return max(lo, min(x, hi))  # survives: the inputs never exceed the bound
+
+@mutant("CL1.1/no-upper")
+def no_upper():
+    return mock.patch.object(clamplib, "clamp", counted)
+"""
+    )
+    pytester.runpytest("--fak-theorems", "--fak-mutant-examples", "7")
+    calls = len(log.read_text().splitlines())
+    assert 1 <= calls <= 7 + 2, f"the mutant re-run tried {calls} examples"
