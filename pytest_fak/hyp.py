@@ -55,12 +55,12 @@ def load_profile(name: str) -> None:
 
 
 @contextlib.contextmanager
-def mutant_settings(test: Any) -> Iterator[None]:
-    """Run ``test`` (a ``@given`` test) under the ``fak-mutant`` profile's budget and phases.
+def capped_settings(test: Any, max_examples: int, phases: Any = None) -> Iterator[None]:
+    """Run ``test`` (a ``@given`` test) with at most ``max_examples`` (and ``phases``).
 
     Hypothesis binds a test's settings when ``@given`` decorates it, so loading a profile
-    later does not reach it; this swaps the bound settings for ones with the mutant
-    profile's example cap (never more than the test's own) and phases, and restores them.
+    later does not reach a test with its own ``@settings``; this swaps the bound settings
+    for capped ones (never more than the test's own) and restores them.
     """
     current = getattr(test, "_hypothesis_internal_use_settings", None)
     if current is None or "hypothesis" not in sys.modules:
@@ -68,17 +68,24 @@ def mutant_settings(test: Any) -> Iterator[None]:
         return
     from hypothesis import settings
 
-    profile = settings.get_profile(MUTANT_PROFILE)
+    extra: dict[str, Any] = {} if phases is None else {"phases": phases, "print_blob": False}
     test._hypothesis_internal_use_settings = settings(
-        current,
-        max_examples=min(current.max_examples, profile.max_examples),
-        phases=profile.phases,
-        print_blob=False,
+        current, max_examples=min(current.max_examples, max(1, max_examples)), **extra
     )
     try:
         yield
     finally:
         test._hypothesis_internal_use_settings = current
+
+
+def mutant_settings(test: Any) -> contextlib.AbstractContextManager[None]:
+    """Run ``test`` under the ``fak-mutant`` profile's example budget and phases."""
+    from hypothesis import settings
+
+    if "hypothesis" not in sys.modules:
+        return contextlib.nullcontext()
+    profile = settings.get_profile(MUTANT_PROFILE)
+    return capped_settings(test, profile.max_examples, profile.phases)
 
 
 class ExampleCounter:

@@ -67,7 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="max_examples of the 'fak' Hypothesis profile (default: Hypothesis's own)",
+        help="cap every witness at N Hypothesis examples in proof mode, its own @settings "
+        "included (default: the 'fak' profile uses Hypothesis's default)",
     )
     parser.addini(
         "fak_theorems_dirs",

@@ -10,6 +10,7 @@ verdicts, writes the report and sets the exit status from ``--fak-fail-on``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from collections.abc import Generator
@@ -218,8 +219,14 @@ class ProofSession:
         item.stash[_EVIDENCE] = ev
         anchored = any(t.anchors for t in theorems)
         counter = hyp.ExampleCounter()
+        cap = self.config.getoption("fak_max_examples")
+        budget = (
+            hyp.capped_settings(getattr(item, "obj", None), cap)
+            if cap
+            else contextlib.nullcontext()
+        )
         try:
-            with counter:
+            with counter, budget:
                 if anchored:
                     # pytest-cov registers its per-test context switcher at session start.
                     self.probe.pytest_cov_contexts = self.config.pluginmanager.has_plugin(

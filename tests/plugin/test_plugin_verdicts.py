@@ -236,3 +236,23 @@ def no_upper():
     pytester.runpytest("--fak-theorems", "--fak-mutant-examples", "7")
     calls = len(log.read_text().splitlines())
     assert 1 <= calls <= 7 + 2, f"the mutant re-run tried {calls} examples"
+
+
+def test_fak_max_examples_caps_witnesses_with_their_own_settings(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        witness="""
+import pytest
+from hypothesis import given, settings, strategies as st
+import clamplib
+
+@pytest.mark.fak_theorem("CL1.1")
+@settings(max_examples=500)
+@given(st.integers())
+def test_clamp_in_range(x):
+    assert 0 <= clamplib.clamp(x) <= 10
+""",
+    )
+    pytester.runpytest("--fak-theorems", "--fak-max-examples", "5")
+    (w,) = verdicts(pytester)["CL1.1"]["witnesses"]
+    assert w["outcome"] == "passed" and 1 <= w["examples"] <= 5
