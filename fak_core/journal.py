@@ -200,10 +200,14 @@ class Journal:
             return self._committed
 
     def close(self) -> None:
-        """Commit what is queued and stop the writer."""
+        """Commit what is queued and stop the writer; from then on the gate denies."""
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout=30)
+        with self._cond:
+            if self.error is None:
+                self.error = "the journal is closed"
+            self._cond.notify_all()
         with contextlib.suppress(sqlite3.Error):
             self._conn.close()
 
