@@ -186,8 +186,6 @@ def serve(ns: argparse.Namespace) -> int:
         server.run(sockets=[sock])
     finally:
         sock.close()
-        if state.journal is not None:
-            state.journal.close()  # uvicorn has drained the requests: commit what is queued
     return 0
 
 
