@@ -186,3 +186,24 @@ def test_serve_refuses_a_journal_it_cannot_open(
     assert "--journal-rotate-bytes must be" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         serve_main(["--journal", "j.db", "--journal-durability", "sometimes"])
+
+
+def test_a_tool_runs_only_once_its_allow_is_committed(journal_path: Path) -> None:
+    state = GatewayState(make_kernel())
+    seen: list[set[str]] = []
+    state.kernel.register_tool("get_user", lambda args: seen.append(_traces(journal_path)) or {})
+    with Journal(journal_path) as journal:
+        journal.attach(state.kernel)
+        state.kernel.decide(state.build_call("get_user", {}, "warm"))
+        journal.sync()
+        blocker = sqlite3.connect(journal_path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        t = threading.Thread(target=state.syscall, args=(state.build_call("get_user", {}, "run"),))
+        t.start()
+        time.sleep(0.6)
+        ran_early = bool(seen)
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        t.join(TIMEOUT)
+    assert not ran_early, "the tool ran before its ALLOW was committed"
+    assert seen and "run" in seen[0]  # the tool saw its own decision already in the journal
