@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from fak_core.gateway.proxy_io import (
     BodyTooLarge,
     decode_json_object,
+    durable_stream,
     event_json,
     read_body,
     sse_event,
@@ -37,6 +38,7 @@ from fak_core.gateway.turn import (
     refusal_summary,
 )
 from fak_core.gateway.upstream import Upstream, UpstreamError
+from fak_core.journal import JournalError
 
 __all__ = ["AnthropicProxy", "anthropic_error", "anthropic_error_type", "validate_messages_request"]
 
@@ -235,6 +237,9 @@ class AnthropicProxy:
         try:
             upstream_doc = await self.upstream.complete("anthropic", body, client_headers)
             out = self._complete_turn(upstream_doc, trace, results)
+            await state.durable()  # no decision reaches the client before it is journaled
+        except JournalError as exc:
+            return anthropic_error(503, str(exc), headers)
         except UpstreamError as exc:
             return anthropic_error(exc.status, exc.message, headers)
         return JSONResponse(out, headers=headers)
@@ -500,5 +505,6 @@ class AnthropicProxy:
             )
         )
         tail.append(sse_event("message_stop", {"type": "message_stop"}))
+        await durable_stream(self.state)
         for piece in tail:
             yield piece

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -135,7 +136,8 @@ def create_app(
     requires a bearer key on every path but ``/healthz``; ``policy_path`` enables
     ``/v1/fak/policy/reload``; ``health`` adds fields to ``/healthz``; ``host`` is where
     the app will listen (it sets MCP's DNS-rebinding protection); ``openapi_extra`` may
-    hold ``paths`` and ``schemas`` to merge into ``/openapi.json``.
+    hold ``paths`` and ``schemas`` to merge into ``/openapi.json``. A journal on ``state``
+    is closed when the app shuts down.
     """
     routes: list[BaseRoute] = list(
         native_routes(state, policy_source=PolicySource(policy_path), models=models, health=health)
@@ -167,6 +169,8 @@ def create_app(
                     yield
         finally:
             await _close_extra_routes(extra_routes)
+            if state.journal is not None:  # the requests are drained: commit what is queued
+                await anyio.to_thread.run_sync(state.journal.close)
 
     middleware = [Middleware(TraceMiddleware, mint=state.trace_for)]
     if api_key is not None:

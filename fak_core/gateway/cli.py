@@ -24,8 +24,9 @@ from fak_core.gateway.bootstrap import (
     manifest_policy,
 )
 from fak_core.gateway.state import GatewayState
+from fak_core.journal import Journal, JournalError
 
-__all__ = ["bind_socket", "load_proxy_routes", "register", "serve"]
+__all__ = ["bind_socket", "load_proxy_routes", "open_journal", "register", "serve"]
 
 
 def register(subparsers: Any) -> None:
@@ -50,6 +51,26 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--max-body", type=int, default=None, help="request body cap in bytes")
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    p.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="record every decision and admission in this decision journal (SQLite, WAL); "
+        "no response is sent before its decision is committed",
+    )
+    p.add_argument(
+        "--journal-rotate-bytes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="rotate the journal to FILE.1, FILE.2, ... past N bytes (0: never)",
+    )
+    p.add_argument(
+        "--journal-durability",
+        choices=("normal", "full"),
+        default="normal",
+        help="normal: a committed row survives the gateway being killed; "
+        "full: it also survives a power cut (an fsync per batch)",
+    )
     p.set_defaults(func=serve)
 
 
@@ -118,6 +139,7 @@ def serve(ns: argparse.Namespace) -> int:
 
     from fak_core.gateway.app import create_app
 
+    state: GatewayState | None = None
     try:
         api_key = _env("--api-key-env", ns.api_key_env) if ns.api_key_env else None
         upstream_key = (
@@ -138,6 +160,8 @@ def serve(ns: argparse.Namespace) -> int:
         elif ns.node:
             raise BootstrapError("--node goes with --manifest FILE")
         state = build_state(ns.policy, ns.tools, **options)
+        if ns.journal:
+            state.journal = open_journal(ns, state)
         extra = load_proxy_routes(state, ns.upstream, upstream_key)
         health = {"planner": "proxy" if ns.upstream else ("scripted" if extra else "none")}
         app = create_app(
@@ -150,6 +174,8 @@ def serve(ns: argparse.Namespace) -> int:
         )
         sock = bind_socket(ns.host, ns.port)
     except BootstrapError as exc:
+        if state is not None and state.journal is not None:
+            state.journal.close()
         print(f"fak serve: {exc}", file=sys.stderr)
         return 2
     policy_text = describe_policy(state, described or ns.policy)
@@ -161,6 +187,20 @@ def serve(ns: argparse.Namespace) -> int:
     finally:
         sock.close()
     return 0
+
+
+def open_journal(ns: argparse.Namespace, state: GatewayState) -> Journal:
+    """Open ``--journal`` and attach it to the state's kernel (recording, fail-closed gate)."""
+    if ns.journal_rotate_bytes < 0:
+        raise BootstrapError("--journal-rotate-bytes must be 0 (never) or a positive size")
+    try:
+        journal = Journal(
+            ns.journal, durability=ns.journal_durability, rotate_bytes=ns.journal_rotate_bytes
+        )
+    except JournalError as exc:
+        raise BootstrapError(f"--journal: {exc}") from exc
+    journal.attach(state.kernel)
+    return journal
 
 
 def main(argv: Sequence[str] | None = None) -> int:

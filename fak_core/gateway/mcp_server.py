@@ -124,15 +124,15 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)
-                return _result(state.adjudicate(call))
+                return _result(await state.recorded(state.adjudicate(call)))
             if name == "fak_syscall":
                 call = parse_call(doc).build(state, header_trace)
                 body = await anyio.to_thread.run_sync(state.syscall, call)
-                return _result(body)
+                return _result(await state.recorded(body))
             if name == "fak_admit":
                 req = parse_admit(doc)
                 call = req.build(state, header_trace)
-                return _result(state.admit(call, req.result))
+                return _result(await state.recorded(state.admit(call, req.result)))
         except WireError as exc:
             return _error(exc.message)
         known = ", ".join(t.name for t in _TOOLS)

@@ -89,20 +89,20 @@ def native_routes(
     async def adjudicate(request: Request) -> Response:
         req = parse_call(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
-        return _traced(state.adjudicate(call))
+        return _traced(await state.recorded(state.adjudicate(call)))
 
     @_wire_errors
     async def syscall(request: Request) -> Response:
         req = parse_call(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
         # The tool may block (I/O); run it off the event loop.
-        return _traced(await run_in_threadpool(state.syscall, call))
+        return _traced(await state.recorded(await run_in_threadpool(state.syscall, call)))
 
     @_wire_errors
     async def admit(request: Request) -> Response:
         req = parse_admit(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
-        return _traced(state.admit(call, req.result))
+        return _traced(await state.recorded(state.admit(call, req.result)))
 
     async def trace_get(request: Request) -> Response:
         trace = str(request.path_params["trace_id"]).strip()

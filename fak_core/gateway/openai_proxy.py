@@ -23,6 +23,7 @@ from fak_core.gateway.errors import error_body, error_response
 from fak_core.gateway.proxy_io import (
     BodyTooLarge,
     decode_json_object,
+    durable_stream,
     event_json,
     read_body,
     sse_data,
@@ -38,6 +39,7 @@ from fak_core.gateway.turn import (
     refusal_summary,
 )
 from fak_core.gateway.upstream import Upstream, UpstreamError
+from fak_core.journal import JournalError
 
 __all__ = ["OpenAIProxy", "validate_chat_request"]
 
@@ -213,6 +215,9 @@ class OpenAIProxy:
         try:
             upstream_doc = await self.upstream.complete("openai", body, client_headers)
             out = self._complete_turn(upstream_doc, trace, results)
+            await state.durable()  # no decision reaches the client before it is journaled
+        except JournalError as exc:
+            return error_response(503, str(exc), code="journal_unavailable", headers=headers)
         except UpstreamError as exc:
             return error_response(exc.status, exc.message, code=exc.code, headers=headers)
         return JSONResponse(out, headers=headers)
@@ -404,6 +409,7 @@ class OpenAIProxy:
         fak = _fak(trace, [o for _, _, o in outcomes], results)
         tail.append(sse_data({**base, "choices": [], "fak": fak}))
         tail.append(sse_data("[DONE]"))
+        await durable_stream(self.state)
         for piece in tail:
             yield piece
 

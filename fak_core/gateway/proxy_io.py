@@ -15,11 +15,14 @@ import orjson
 from httpx_sse import EventSource, ServerSentEvent
 from starlette.requests import Request
 
+from fak_core.gateway.state import GatewayState
 from fak_core.gateway.upstream import UpstreamError, transport_error
+from fak_core.journal import JournalError
 
 __all__ = [
     "BodyTooLarge",
     "decode_json_object",
+    "durable_stream",
     "read_body",
     "sse_data",
     "sse_event",
@@ -108,3 +111,12 @@ def event_json(event: ServerSentEvent, wire: str) -> dict[str, Any]:
             502, f"upstream {wire} stream sent an event that is not an object", "upstream_malformed"
         )
     return doc
+
+
+async def durable_stream(state: GatewayState) -> None:
+    """Wait for the journal before a stream's verdict-bearing tail; a failed journal ends
+    the stream with an error event instead (503), so no unrecorded tool call is sent."""
+    try:
+        await state.durable()
+    except JournalError as exc:
+        raise UpstreamError(503, str(exc), "journal_unavailable") from None

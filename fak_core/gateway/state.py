@@ -4,6 +4,9 @@ This is the single decision seam: every route and MCP tool builds its call with
 :meth:`GatewayState.build_call` and decides through :meth:`adjudicate`, :meth:`syscall`
 or :meth:`admit`, which call the kernel and render its verdict. No surface decides on
 its own, and nothing from the wire carries trust: arguments and results are minted TAINTED.
+With a decision journal, every surface awaits :meth:`GatewayState.durable` (or
+:meth:`GatewayState.recorded`) before it answers, so no caller is told of a decision
+that is not committed.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.to_thread
 import orjson
 
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.gateway.render import render_verdict
+from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
 from fak_core.kernel import Kernel
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind, frozen_meta
@@ -53,6 +58,7 @@ class GatewayState:
     kernel: Kernel
     max_body: int = DEFAULT_MAX_BODY
     default_trace: str = ""
+    journal: Journal | None = None
     _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -132,3 +138,22 @@ class GatewayState:
             },
             "trace_id": call.trace_id,
         }
+
+    # Durability -------------------------------------------------------------------
+    async def durable(self) -> None:
+        """Return once every decision made so far is committed to the journal (group
+        commit, waited for off the event loop); :class:`JournalError` if it cannot be.
+        Without a journal this returns at once."""
+        journal = self.journal
+        if journal is not None:
+            await anyio.to_thread.run_sync(journal.sync)
+
+    async def recorded(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` once its decision is durable; if the journal failed, a refusal in its
+        place: DENY/JOURNAL_DOWN with the reason, no result and no repaired arguments."""
+        try:
+            await self.durable()
+        except JournalError as exc:
+            refusal = Verdict.deny(JOURNAL_DOWN, "journal", claim=str(exc))
+            return {"verdict": self.render(refusal), "trace_id": body.get("trace_id", "")}
+        return body
