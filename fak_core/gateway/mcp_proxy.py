@@ -46,6 +46,7 @@ from fak_core.gateway.mcp_downstream import (
     DownstreamSpec,
 )
 from fak_core.gateway.state import GatewayState, WireError
+from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
 from fak_core.kernel import Kernel
 from fak_core.policy import Policy
 from fak_core.reasons import Disposition, Reason
@@ -201,6 +202,7 @@ class McpProxy:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         prefix: bool | None = None,
         journal: Callable[[Event], None] | None = None,
+        decision_journal: Journal | None = None,
         trust_sources: bool = False,
         errlog: TextIO | None = None,
         name: str = "fak-mcp-proxy",
@@ -212,7 +214,9 @@ class McpProxy:
         if len(set(names)) != len(names):
             raise ValueError(f"downstream server names must be unique, got {names}")
         self.kernel = kernel
-        self.state = GatewayState(kernel)
+        # With a decision journal (attached to the kernel) no call is forwarded before its
+        # decision is committed: the proxy waits for durability first.
+        self.state = GatewayState(kernel, journal=decision_journal)
         self.trust_sources = trust_sources
         self.errlog = errlog
         self.prefix = len(specs) > 1 if prefix is None else prefix
@@ -372,6 +376,11 @@ class McpProxy:
                 Reason.UNKNOWN_TOOL, _BY, claim=f"no downstream server lists a tool {call.tool!r}"
             )
             return self._refusal(call, unknown, call.tool)
+        try:
+            await self.state.durable()
+        except JournalError as exc:
+            down = Verdict.deny(JOURNAL_DOWN, "journal", claim=str(exc))
+            return self._refusal(call, down, call.tool)
         args = self.kernel.view(call).args()
         if args is None:  # cannot happen after rung 0; refuse rather than forward
             bad = Verdict.deny(Reason.MALFORMED, _BY, claim="arguments are not a JSON object")

@@ -133,6 +133,7 @@ def run(ns: argparse.Namespace) -> int:
     proxy = McpProxy(
         kernel,
         specs,
+        decision_journal=journal,
         call_timeout=ns.call_timeout,
         prefix=True if ns.prefix else None,
         trust_sources=ns.trust_sources,

@@ -371,3 +371,44 @@ async def test_first_call_of_a_proxy_that_never_listed_is_schema_checked(
         v = refusal(await client.call_tool("send_email", {"to": 42, "subject": "s", "body": "b"}))
         assert (v["kind"], v["reason"], v["by"]) == ("DENY", "MALFORMED", "preflight")
     assert len(downstream.calls("send_email")) == before
+
+
+async def test_nothing_is_forwarded_before_its_decision_is_journaled(
+    downstream: Downstream, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    from fak_core import Kernel
+    from fak_core.journal import Journal, read_rows
+
+    kernel = Kernel(POLICY)
+    journal = Journal(tmp_path / "j.db")
+    journal.attach(kernel)
+    before = len(downstream.mails())
+    try:
+        async with (
+            running_proxy([downstream.spec()], kernel=kernel, decision_journal=journal) as (
+                proxy,
+                _,
+            ),
+            session(proxy) as client,
+        ):
+            sent = await client.call_tool("send_email", {**MAIL, "subject": "journaled"})
+            assert sent.is_error is False
+            assert ("send_email", "ALLOW") in [
+                (r["tool"], r["verdict"]) for r in read_rows(tmp_path / "j.db")
+            ]
+            conn = sqlite3.connect(tmp_path / "j.db")
+            conn.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON decisions "
+                "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+            )
+            conn.commit()
+            conn.close()
+            reads = len(downstream.calls("read_file"))
+            v = refusal(await client.call_tool("read_file", {"path": str(downstream.call_log)}))
+            assert (v["kind"], v["reason"]) == ("DENY", "JOURNAL_DOWN")
+            assert len(downstream.calls("read_file")) == reads  # never reached the server
+    finally:
+        journal.close()
+    assert [m["subject"] for m in downstream.mails()[before:]] == ["journaled"]
