@@ -135,7 +135,7 @@ class CapabilityFloor:
                     )
         if tool in self._allow or (self._prefixes and tool.startswith(self._prefixes)):
             redact = self._redact
-            if redact and any(k.lower() in redact for k in args):
+            if redact and self._names_redacted(args):
                 kept = {k: v for k, v in args.items() if k.lower() not in redact}
                 return Verdict.transform(
                     orjson.dumps(kept).decode("utf-8"),
@@ -148,6 +148,13 @@ class CapabilityFloor:
                 BY, meta={"posture": "admit_and_log", "would_deny": "DEFAULT_DENY"}
             )
         return Verdict.deny(Reason.DEFAULT_DENY, BY, claim=f"no policy rule allows tool {tool}")
+
+    def _names_redacted(self, args: dict[str, Any]) -> bool:
+        redact = self._redact
+        for key in args:  # most keys are lower case already: skip the .lower() copy then
+            if key in redact or (not key.islower() and key.lower() in redact):
+                return True
+        return False
 
     def _write_shaped(self, tool: str) -> bool:
         # memoised per floor: tool names repeat; the memo is bounded and private

@@ -38,7 +38,7 @@ def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> V
     best: Verdict | None = None
     best_rank = -1
     first_indeterminate: Verdict | None = None
-    rank = kinds.rank
+    ranks = kinds.ranks  # a read-only view: one dict lookup per verdict, unknown kinds as DENY
     for adj in chain:
         try:
             v = adj.adjudicate(view)
@@ -58,7 +58,7 @@ def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> V
             if first_indeterminate is None:
                 first_indeterminate = v
             continue
-        r = rank(k)
+        r = ranks.get(k, DENY_RANK)
         if r > best_rank:
             best, best_rank = v, r
             if r >= DENY_RANK:

@@ -104,6 +104,11 @@ class KindRegistry:
         """Restrictiveness of a kind; 100 (as DENY) for anything unknown."""
         return self._ranks.get(kind, DENY_RANK)
 
+    @property
+    def ranks(self) -> Mapping[int, int]:
+        """Kind → rank for every known kind (read-only); unknown kinds rank as DENY."""
+        return MappingProxyType(self._ranks)
+
     def fallback(self, kind: int) -> int:
         """The core kind an extension kind is executed as; DENY for every non-extension."""
         return self._fallback.get(kind, VerdictKind.DENY)
