@@ -71,6 +71,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "included (default: the 'fak' profile uses Hypothesis's default)",
     )
     parser.addini(
+        "fak_max_examples",
+        type="string",
+        default="",
+        help="default of --fak-max-examples (the example cap of every witness in proof mode)",
+    )
+    parser.addini(
         "fak_theorems_dirs",
         type="paths",
         default=[],

@@ -26,6 +26,25 @@ from pytest_fak.theorems import Theorem, TheoremError, load_theorems
 
 __all__ = ["ProofSession"]
 
+
+def _max_examples(config: pytest.Config) -> int | None:
+    """``--fak-max-examples``, else the ``fak_max_examples`` ini value, else None."""
+    given = config.getoption("fak_max_examples")
+    if given is not None:
+        return int(given)
+    raw = str(config.getini("fak_max_examples") or "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise pytest.UsageError(
+            f"ini option fak_max_examples = {raw!r}: expected a whole number of examples"
+        ) from None
+    if value < 1:
+        raise pytest.UsageError("ini option fak_max_examples must be at least 1")
+    return value
+
 _THEOREMS = pytest.StashKey[tuple[str, ...]]()
 _EVIDENCE = pytest.StashKey[dict[str, Any]]()
 
@@ -60,6 +79,7 @@ class ProofSession:
         self._import_mutant_modules()
         self.fail_on = self._fail_on()
         self.mutant_examples = int(config.getoption("fak_mutant_examples"))
+        self.max_examples = _max_examples(config)
         self.evidence: dict[str, verdicts.WitnessEvidence] = {}
         self.bound: dict[str, list[str]] = {}
         self.anchor_results: dict[str, dict[str, bool | None]] = {}
@@ -129,7 +149,7 @@ class ProofSession:
         except ImportError:  # pragma: no cover - hypothesis is a dependency
             return
         self._hyp_saved = settings.get_current_profile_name()
-        hyp.register_profiles(self.mutant_examples, self.config.getoption("fak_max_examples"))
+        hyp.register_profiles(self.mutant_examples, self.max_examples)
         hyp.load_profile(hyp.PROFILE)
         # Observability's own line tracer is slow on 3.11 and we measure lines ourselves.
         self._obs_cov_saved = obs.OBSERVABILITY_COLLECT_COVERAGE
@@ -219,7 +239,7 @@ class ProofSession:
         item.stash[_EVIDENCE] = ev
         anchored = any(t.anchors for t in theorems)
         counter = hyp.ExampleCounter()
-        cap = self.config.getoption("fak_max_examples")
+        cap = self.max_examples
         budget = (
             hyp.capped_settings(getattr(item, "obj", None), cap)
             if cap

@@ -256,3 +256,14 @@ def test_clamp_in_range(x):
     pytester.runpytest("--fak-theorems", "--fak-max-examples", "5")
     (w,) = verdicts(pytester)["CL1.1"]["witnesses"]
     assert w["outcome"] == "passed" and 1 <= w["examples"] <= 5
+
+
+def test_fak_max_examples_from_the_ini_file(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    pytester.makeini("[pytest]\nfak_max_examples = 4\n")
+    pytester.runpytest("--fak-theorems")
+    (w,) = verdicts(pytester)["CL1.1"]["witnesses"]
+    assert 1 <= w["examples"] <= 4
+    pytester.makeini("[pytest]\nfak_max_examples = many\n")
+    result = pytester.runpytest("--fak-theorems")
+    result.stderr.fnmatch_lines(["*fak_max_examples*expected a whole number*"])
