@@ -9,6 +9,7 @@ its own, and nothing from the wire carries trust: arguments and results are mint
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,18 @@ def raw_arguments(arguments: Any) -> str:
         return "{}"
     if isinstance(arguments, str):
         return arguments if arguments.strip() else "{}"
-    return orjson.dumps(arguments).decode("utf-8")
+    try:
+        return orjson.dumps(arguments).decode("utf-8")
+    except TypeError:  # nested deeper than orjson writes (255), an int over 64 bits, ...
+        pass
+    try:
+        return json.dumps(arguments, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise WireError(
+            f"arguments cannot be written back as JSON text ({type(exc).__name__}: "
+            f"{str(exc)[:80]}); send a JSON object nested no deeper than 64 levels",
+            "arguments",
+        ) from None
 
 
 @dataclass
@@ -121,7 +133,10 @@ class GatewayState:
 
     def admit(self, call: ToolCall, result: Any) -> dict[str, Any]:
         """Admit a client-run result (minted TAINTED): ``{"verdict", "result", "trace_id"}``."""
-        payload = result if isinstance(result, str) else raw_arguments(result)
+        try:
+            payload = result if isinstance(result, str) else raw_arguments(result)
+        except WireError as exc:
+            raise WireError(exc.message.replace("arguments", "result", 1), "result") from None
         admitted, v = self.kernel.admit(call, Result(Status.OK, payload, taint=Taint.TAINTED))
         return {
             "verdict": self.render(v, admitted.meta),

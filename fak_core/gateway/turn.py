@@ -11,6 +11,7 @@ default branch drops everything else.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,8 +120,12 @@ def args_digest(arguments: Any) -> str:
         value = {} if arguments is None else arguments
     try:
         canon = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        canon = repr(value).encode("utf-8", "replace")
+    except TypeError:  # deeper than orjson writes, an int over 64 bits, a lone surrogate
+        try:
+            text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            text = "<arguments that cannot be encoded as JSON>"
+        canon = text.encode("utf-8", "surrogatepass")
     return "sha256:" + hashlib.sha256(canon).hexdigest()
 
 

@@ -31,3 +31,40 @@ def test_header_value_keeps_visible_ascii_and_encodes_the_rest() -> None:
     assert header_value("t-1 ok") == "t-1 ok"
     assert header_value("a%b\u00e9") == "a%25b%C3%A9"
     assert header_value("a\tb") == "a%09b"
+
+
+def nested_body(field: str, depth: int) -> str:
+    return '{"tool": "echo", "%s": {"a": %s%s}}' % (field, "[" * depth, "]" * depth)
+
+
+@pytest.mark.parametrize("depth", [70, 300, 900])
+@pytest.mark.parametrize("route", ["/v1/fak/adjudicate", "/v1/fak/syscall"])
+def test_deep_arguments_are_a_malformed_deny_not_a_500(route: str, depth: int) -> None:
+    """Arguments nested 256..1024 deep parsed, then crashed re-encoding (orjson writes 255)."""
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        r = client.post(route, content=nested_body("arguments", depth))
+        assert r.status_code == 200, r.text
+        verdict = r.json()["verdict"]
+        assert (verdict["kind"], verdict["reason"]) == ("DENY", "MALFORMED")
+        assert "deeper than 64 levels" in verdict["detail"]["claim"]
+
+
+@pytest.mark.parametrize("depth", [300, 900])
+def test_deep_admitted_result_is_kept_as_text_not_a_500(depth: int) -> None:
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        r = client.post("/v1/fak/admit", content=nested_body("result", depth))
+        assert r.status_code == 200, r.text
+        assert r.json()["result"]["content"].count("[") == depth
+
+
+def test_arguments_too_deep_to_re_encode_are_a_clear_400() -> None:
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        for field in ("arguments", "result"):
+            r = client.post("/v1/fak/admit", content=nested_body(field, 1015))
+            assert r.status_code == 400, r.text
+            err = r.json()["error"]
+            assert err["param"] == field and "no deeper than 64 levels" in err["message"]
+            assert err["message"].startswith(field)
+        r = client.post("/v1/fak/adjudicate", content=nested_body("arguments", 2000))
+        assert r.status_code == 400
+        assert "deeper than 1024 levels" in r.json()["error"]["message"]
