@@ -34,7 +34,8 @@ def test_header_value_keeps_visible_ascii_and_encodes_the_rest() -> None:
 
 
 def nested_body(field: str, depth: int) -> str:
-    return '{"tool": "echo", "%s": {"a": %s%s}}' % (field, "[" * depth, "]" * depth)
+    nest = "[" * depth + "]" * depth
+    return f'{{"tool": "echo", "{field}": {{"a": {nest}}}}}'
 
 
 @pytest.mark.parametrize("depth", [70, 300, 900])
