@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -221,7 +222,7 @@ class AnthropicProxy:
             )
         pairs = inbound_results(doc["messages"])
         results = [r for _, r in pairs]
-        admit_results(state, results, trace)
+        await run_in_threadpool(admit_results, state, results, trace)
         rewritten = False
         for block, r in pairs:
             if r.rewritten is not None:
@@ -234,7 +235,7 @@ class AnthropicProxy:
             return await self._stream(body, client_headers, trace, results, headers)
         try:
             upstream_doc = await self.upstream.complete("anthropic", body, client_headers)
-            out = self._complete_turn(upstream_doc, trace, results)
+            out = await run_in_threadpool(self._complete_turn, upstream_doc, trace, results)
         except UpstreamError as exc:
             return anthropic_error(exc.status, exc.message, headers)
         return JSONResponse(out, headers=headers)
@@ -434,7 +435,7 @@ class AnthropicProxy:
         final: dict[str, Any] = delta_doc if isinstance(delta_doc, dict) else {}
         if final.get("stop_reason") == "tool_use" and not proposed:
             raise _fmt("stop_reason is tool_use but no tool_use block was streamed")
-        outcome = adjudicate_proposed(self.state, proposed, trace)
+        outcome = await run_in_threadpool(adjudicate_proposed, self.state, proposed, trace)
         tail: list[bytes] = list(pending)
         for a in outcome.kept:
             i = next_out

@@ -124,7 +124,7 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)
-                return _result(state.adjudicate(call))
+                return _result(await anyio.to_thread.run_sync(state.adjudicate, call))
             if name == "fak_syscall":
                 call = parse_call(doc).build(state, header_trace)
                 body = await anyio.to_thread.run_sync(state.syscall, call)
@@ -132,7 +132,8 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
             if name == "fak_admit":
                 req = parse_admit(doc)
                 call = req.build(state, header_trace)
-                return _result(state.admit(call, req.result))
+                body = await anyio.to_thread.run_sync(state.admit, call, req.result)
+                return _result(body)
         except WireError as exc:
             return _error(exc.message)
         known = ", ".join(t.name for t in _TOOLS)

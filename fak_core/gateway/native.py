@@ -90,7 +90,8 @@ def native_routes(
     async def adjudicate(request: Request) -> Response:
         req = parse_call(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
-        return _traced(state.adjudicate(call))
+        # Deciding may block up to the decision deadline; keep the event loop free.
+        return _traced(await run_in_threadpool(state.adjudicate, call))
 
     @_wire_errors
     async def syscall(request: Request) -> Response:
@@ -103,7 +104,7 @@ def native_routes(
     async def admit(request: Request) -> Response:
         req = parse_admit(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
-        return _traced(state.admit(call, req.result))
+        return _traced(await run_in_threadpool(state.admit, call, req.result))
 
     async def trace_get(request: Request) -> Response:
         trace = str(request.path_params["trace_id"]).strip()
@@ -118,7 +119,9 @@ def native_routes(
         trace = parse_trace_id(await _body(request), required=True)
         assert trace is not None  # required=True refuses a blank one
         state.kernel.reset_trace(trace)
-        return json_response({"reset": True, "trace_id": trace}, headers={"X-Trace-Id": header_value(trace)})
+        return json_response(
+            {"reset": True, "trace_id": trace}, headers={"X-Trace-Id": header_value(trace)}
+        )
 
     async def policy_reload(request: Request) -> Response:
         try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -200,7 +201,7 @@ class OpenAIProxy:
             )
         pairs = inbound_results(doc["messages"])
         results = [r for _, r in pairs]
-        admit_results(state, results, trace)
+        await run_in_threadpool(admit_results, state, results, trace)
         rewritten = False
         for m, r in pairs:
             if r.rewritten is not None:
@@ -212,7 +213,7 @@ class OpenAIProxy:
             return await self._stream(body, client_headers, trace, results, headers)
         try:
             upstream_doc = await self.upstream.complete("openai", body, client_headers)
-            out = self._complete_turn(upstream_doc, trace, results)
+            out = await run_in_threadpool(self._complete_turn, upstream_doc, trace, results)
         except UpstreamError as exc:
             return error_response(exc.status, exc.message, code=exc.code, headers=headers)
         return JSONResponse(out, headers=headers)
@@ -344,7 +345,8 @@ class OpenAIProxy:
                 )
             if ch.finish == "tool_calls" and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was streamed")
-            outcomes.append((idx, ch, adjudicate_proposed(self.state, proposed, trace, idx)))
+            outcome = await run_in_threadpool(adjudicate_proposed, self.state, proposed, trace, idx)
+            outcomes.append((idx, ch, outcome))
         tail: list[bytes] = []
         for idx, ch, outcome in outcomes:
             kept = outcome.kept
