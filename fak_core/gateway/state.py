@@ -43,6 +43,7 @@ DEFAULT_MAX_BODY = 4 << 20
 DEFAULT_DECIDE_TIMEOUT = 5.0
 DEFAULT_MAX_TOOL_CALLS = 64
 DECIDE_WORKERS = 16
+_JSON_WS = " \t\r\n"
 
 
 class WireError(ValueError):
@@ -56,12 +57,14 @@ class WireError(ValueError):
 
 def raw_arguments(arguments: Any) -> str:
     """Arguments as JSON text: an object is serialised, a string is taken as the JSON text
-    (the OpenAI convention), absent or empty is ``{}``; anything else is passed as its JSON
-    text so that rung 0 refuses it with a clear reason."""
+    (the OpenAI convention), absent, empty or JSON white space only is ``{}``; anything
+    else is passed as its JSON text so that rung 0 refuses it with a clear reason."""
     if arguments is None:
         return "{}"
     if isinstance(arguments, str):
-        return arguments if arguments.strip() else "{}"
+        # JSON white space only is {}; str.strip would also eat \x1c, \u2028 and friends,
+        # which are not JSON and must reach rung 0 to be refused.
+        return arguments if arguments.strip(_JSON_WS) else "{}"
     try:
         return orjson.dumps(arguments).decode("utf-8")
     except TypeError:  # nested deeper than orjson writes (255), an int over 64 bits, ...

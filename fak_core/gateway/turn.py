@@ -117,7 +117,7 @@ def args_digest(arguments: Any) -> str:
     """``sha256:`` + hex over the canonical JSON of the arguments (sorted keys, compact);
     over the raw text when it does not parse; ``{}`` when empty."""
     if isinstance(arguments, str):
-        text = arguments if arguments.strip() else "{}"
+        text = arguments if arguments.strip(" \t\r\n") else "{}"
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:

@@ -69,3 +69,15 @@ def test_arguments_too_deep_to_re_encode_are_a_clear_400() -> None:
         r = client.post("/v1/fak/adjudicate", content=nested_body("arguments", 2000))
         assert r.status_code == 400
         assert "deeper than 1024 levels" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("text", ["\x1c", "\u2028", "\x85", "\u3000", " \x0b "])
+def test_non_json_white_space_arguments_are_malformed_not_empty(text: str) -> None:
+    """The wire took any str.isspace() text as ``{}``: a call with arguments that are not
+    JSON was ALLOWED. Only JSON white space (space, tab, CR, LF) means no arguments."""
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        r = client.post("/v1/fak/adjudicate", json={"tool": "echo", "arguments": text})
+        verdict = r.json()["verdict"]
+        assert (verdict["kind"], verdict["reason"]) == ("DENY", "MALFORMED")
+        ok = client.post("/v1/fak/adjudicate", json={"tool": "echo", "arguments": " \t\r\n"})
+        assert ok.json()["verdict"]["kind"] == "ALLOW"
