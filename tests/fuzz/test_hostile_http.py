@@ -166,7 +166,7 @@ def test_hostile_bodies_never_5xx_and_never_allow_malformed(
     assert health.status_code == 200 and health.json()["ok"] is True
 
 
-@pytest.mark.parametrize("route", [*NATIVE, *PROXIES])
+@pytest.mark.parametrize("route", [*NATIVE, *PROXIES, "/mcp"])
 def test_body_over_the_cap_is_413_with_the_limit_on_every_route(
     client: TestClient, route: str
 ) -> None:

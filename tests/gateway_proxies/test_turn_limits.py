@@ -138,3 +138,29 @@ def test_hanging_adjudicator_drops_the_call_and_serving_continues(
     assert TURNS[wire](gw, stream)[0] == ["send_email"]
     release.set()
     state.close()
+
+
+@pytest.mark.parametrize(("wire", "stream"), CASES)
+def test_argument_size_and_depth_limits_drop_the_call_with_a_clear_claim(
+    gateway: Gateway, upstream: ScriptedUpstream, wire: str, stream: bool
+) -> None:
+    deep: Any = {}
+    for _ in range(70):
+        deep = {"d": deep}
+    upstream.reset(
+        Script(
+            calls=[
+                ("send_email", {"to": "ops", "body": "x" * (1 << 20)}),
+                ("send_email", deep),
+                ("send_email", {"to": "ops"}),
+            ]
+        )
+    )
+    names, adjudications = TURNS[wire](gateway, stream)
+    assert names == ["send_email"]
+    big, nested, ok = (a["verdict"] for a in adjudications)
+    assert (big["kind"], big["reason"]) == ("DENY", "OVERSIZE")
+    assert "over the 1048576-byte limit" in big["detail"]["claim"]
+    assert (nested["kind"], nested["reason"]) == ("DENY", "MALFORMED")
+    assert "deeper than 64 levels" in nested["detail"]["claim"]
+    assert ok["kind"] == "ALLOW"
