@@ -108,7 +108,7 @@ class Kernel:
         self.counters = Counters()
         self.max_args_bytes = max_args_bytes
         self.max_depth = max_depth
-        if tool_timeout is not None and not tool_timeout > 0:
+        if tool_timeout is not None and not 0 < tool_timeout < float("inf"):
             raise ValueError(
                 f"tool_timeout must be a positive number of seconds, not {tool_timeout}"
             )

@@ -134,6 +134,7 @@ def test_no_timeout_runs_the_tool_inline() -> None:
     k.close()
 
 
-def test_tool_timeout_must_be_positive() -> None:
+@pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan")])
+def test_tool_timeout_must_be_a_positive_finite_number(bad: float) -> None:
     with pytest.raises(ValueError, match="positive"):
-        Kernel(tool_timeout=0)
+        Kernel(tool_timeout=bad)
