@@ -92,13 +92,14 @@ class GatewayState:
     decide_timeout: float | None = DEFAULT_DECIDE_TIMEOUT
     #: Proposed tool calls adjudicated per model turn; the rest are refused undecided.
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
-    decide_timeouts: int = 0
+    #: Decisions answered DENY because they missed the deadline.
+    decide_timeouts: int = field(default=0, init=False)
     _deciders: DeadlinePool = field(
-        default_factory=lambda: DeadlinePool(DECIDE_WORKERS, "fak-decide")
+        default_factory=lambda: DeadlinePool(DECIDE_WORKERS, "fak-decide"), init=False
     )
 
     def __post_init__(self) -> None:
-        if self.decide_timeout is not None and not self.decide_timeout > 0:
+        if self.decide_timeout is not None and not 0 < self.decide_timeout < float("inf"):
             raise ValueError(
                 f"decide_timeout must be a positive number of seconds, not {self.decide_timeout}"
             )

@@ -186,7 +186,12 @@ def test_no_deadline_decides_inline(hangs: Hangs) -> None:
 
 @pytest.mark.parametrize(
     ("kw", "match"),
-    [({"decide_timeout": 0}, "decide_timeout"), ({"max_tool_calls": 0}, "max_tool_calls")],
+    [
+        ({"decide_timeout": 0}, "decide_timeout"),
+        ({"decide_timeout": float("inf")}, "decide_timeout"),
+        ({"decide_timeout": float("nan")}, "decide_timeout"),
+        ({"max_tool_calls": 0}, "max_tool_calls"),
+    ],
 )
 def test_state_limits_are_checked(kw: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
