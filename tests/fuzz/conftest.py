@@ -1,12 +1,34 @@
 """Fuzz tests record how many generated cases ran (``record_property("fuzz_cases", n)``);
 this prints the tally at the end of the run, from the reports, so it also works under
-pytest-xdist (user properties travel back to the controller with each report)."""
+pytest-xdist (user properties travel back to the controller with each report).
+
+It also undoes a global side effect of schemathesis: the first time it builds a strategy it
+swaps Hypothesis' example printer (``hypothesis.core.RepresentationPrinter``) for one that
+prints nothing, for the whole process, so every later Hypothesis failure in the same worker
+(our kernel properties, the proof run's counterexamples) would report ``x=,`` instead of
+its falsifying example. The real printer is put back after every test here.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+
+def restore_hypothesis_printer() -> None:
+    import hypothesis.core
+    from hypothesis.vendor import pretty
+
+    hypothesis.core.RepresentationPrinter = pretty.RepresentationPrinter  # type: ignore[misc]
+
+
+@pytest.fixture(autouse=True)
+def _hypothesis_printer() -> Iterator[None]:
+    yield
+    restore_hypothesis_printer()
+
 
 PROPERTY = "fuzz_cases"
 _tally: dict[str, int] = {}

@@ -81,3 +81,27 @@ def test_non_json_white_space_arguments_are_malformed_not_empty(text: str) -> No
         assert (verdict["kind"], verdict["reason"]) == ("DENY", "MALFORMED")
         ok = client.post("/v1/fak/adjudicate", json={"tool": "echo", "arguments": " \t\r\n"})
         assert ok.json()["verdict"]["kind"] == "ALLOW"
+
+
+def test_hypothesis_prints_falsifying_examples_after_schemathesis_is_imported() -> None:
+    """schemathesis blanks Hypothesis' example printer process-wide when it first builds a
+    strategy; the fuzz conftest restores it, so a later failing property still says which
+    input failed."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from schemathesis.generation.hypothesis import setup
+
+    from .conftest import restore_hypothesis_printer
+
+    setup()  # what generating the first schemathesis case does (once per process)
+    restore_hypothesis_printer()
+
+    @settings(max_examples=50, database=None, derandomize=True)
+    @given(st.integers(0, 20))
+    def fails_at_ten(x: int) -> None:
+        assert x < 10
+
+    with pytest.raises(AssertionError) as info:
+        fails_at_ten()
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "x=10" in notes, notes
