@@ -15,6 +15,7 @@ from fak_core.adjudicators import (
 )
 from fak_core.admission import HeldStore, ResultScreen
 from fak_core.calls import Result, Status, ToolCall
+from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
@@ -65,6 +66,8 @@ __all__ = [
     "Catch",
     "CatchRate",
     "Counters",
+    "DeadlineExceeded",
+    "DeadlinePool",
     "Disposition",
     "Event",
     "EventKind",

@@ -47,6 +47,7 @@ class Counters:
     transforms: int = 0
     dispatches: int = 0
     tool_errors: int = 0
+    tool_timeouts: int = 0
     admitted: int = 0
     quarantines: int = 0
     result_denies: int = 0

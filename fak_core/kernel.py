@@ -4,6 +4,13 @@
 REQUIRE_WITNESS, runs the tool only on ALLOW or TRANSFORM (with the repaired arguments),
 and admits the result. ``admit`` runs the result-side chain and raises the session's
 taint mark. Nothing escapes as an exception: a refusal or a failure is a value.
+
+With ``tool_timeout`` set, ``syscall`` runs each tool in a small worker pool the kernel
+owns (:class:`~fak_core.deadline.DeadlinePool`, ``tool_workers`` threads) and answers an
+ERROR result ("tool X timed out after Ns") when the tool is late. A Python thread cannot
+be killed: the late tool keeps its worker until it returns (its result is then dropped).
+:attr:`Kernel.stuck_tools` counts such workers; once every worker is stuck, further tool
+calls wait in the queue and time out the same way (they never start late).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from fak_core.adjudicators import (
 )
 from fak_core.admission import HeldStore, ResultScreen, quarantine_stub
 from fak_core.calls import Result, Status, ToolCall
+from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
@@ -88,6 +96,8 @@ class Kernel:
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_negatives: int = 8192,
         held_limit: int = 8192,
+        tool_timeout: float | None = None,
+        tool_workers: int = 8,
     ) -> None:
         self.kinds = KindRegistry()
         self.reasons = ReasonRegistry()
@@ -98,6 +108,13 @@ class Kernel:
         self.counters = Counters()
         self.max_args_bytes = max_args_bytes
         self.max_depth = max_depth
+        if tool_timeout is not None and not 0 < tool_timeout < float("inf"):
+            raise ValueError(
+                f"tool_timeout must be a positive number of seconds, not {tool_timeout}"
+            )
+        #: Seconds a tool may run under :meth:`syscall` before it is an ERROR (None: no limit).
+        self.tool_timeout = tool_timeout
+        self._tool_pool = DeadlinePool(tool_workers, "fak-tool")
         self._lock = threading.RLock()
         self._seq = itertools.count(1)
         self._tools: dict[str, Tool] = {}
@@ -389,6 +406,15 @@ class Kernel:
         call, verdict, runnable = self.authorize(call)
         if not runnable:
             return self.deny_result(verdict), verdict
+        return self.run_authorized(call, verdict)
+
+    def run_authorized(self, call: ToolCall, verdict: Verdict) -> tuple[Result, Verdict]:
+        """The post-dispatch half of :meth:`syscall`: run the tool of a call that
+        :meth:`authorize` let run (with the call it returned) and admit the result.
+
+        Only for a host that authorized first (e.g. under its own deadline); an unknown tool
+        is an UNKNOWN_TOOL refusal.
+        """
         fn = self._tools.get(call.tool)
         if fn is None:
             unknown = Verdict.deny(
@@ -405,8 +431,13 @@ class Kernel:
             self._emit(EventKind.DISPATCH, call)
         start = time.perf_counter_ns()
         args = self.view(call).args() or {}
+        timeout = self.tool_timeout
         try:
-            out = fn(args)
+            out = fn(args) if timeout is None else self._tool_pool.run(fn, args, timeout=timeout)
+        except DeadlineExceeded:
+            self.counters.tool_timeouts += 1
+            msg = f"tool {call.tool!r} timed out after {timeout:g}s"
+            result = Result(Status.ERROR, "", frozen_meta({"error": msg}))
         except Exception as exc:
             self.counters.tool_errors += 1
             msg = f"tool {call.tool!r} raised {type(exc).__name__}: {exc}"[:512]
@@ -418,6 +449,15 @@ class Kernel:
                 EventKind.COMPLETE, call, result=result, elapsed_ns=time.perf_counter_ns() - start
             )
         return result
+
+    @property
+    def stuck_tools(self) -> int:
+        """Tools that outlived ``tool_timeout`` and are still running (each holds a worker)."""
+        return self._tool_pool.stuck
+
+    def close(self) -> None:
+        """Stop the idle tool workers (stuck ones stop when their tool returns)."""
+        self._tool_pool.close()
 
     def admit(self, call: ToolCall, result: Result | None) -> tuple[Result, Verdict]:
         """Run the result-side chain, apply its verdict, raise the trace's taint mark."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -223,7 +224,7 @@ class AnthropicProxy:
             )
         pairs = inbound_results(doc["messages"])
         results = [r for _, r in pairs]
-        admit_results(state, results, trace)
+        await run_in_threadpool(admit_results, state, results, trace)
         rewritten = False
         for block, r in pairs:
             if r.rewritten is not None:
@@ -236,7 +237,7 @@ class AnthropicProxy:
             return await self._stream(body, client_headers, trace, results, headers)
         try:
             upstream_doc = await self.upstream.complete("anthropic", body, client_headers)
-            out = self._complete_turn(upstream_doc, trace, results)
+            out = await run_in_threadpool(self._complete_turn, upstream_doc, trace, results)
             await state.durable()  # no decision reaches the client before it is journaled
         except JournalError as exc:
             return anthropic_error(503, str(exc), headers)
@@ -439,7 +440,7 @@ class AnthropicProxy:
         final: dict[str, Any] = delta_doc if isinstance(delta_doc, dict) else {}
         if final.get("stop_reason") == "tool_use" and not proposed:
             raise _fmt("stop_reason is tool_use but no tool_use block was streamed")
-        outcome = adjudicate_proposed(self.state, proposed, trace)
+        outcome = await run_in_threadpool(adjudicate_proposed, self.state, proposed, trace)
         tail: list[bytes] = list(pending)
         for a in outcome.kept:
             i = next_out

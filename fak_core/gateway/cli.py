@@ -50,6 +50,27 @@ def register(subparsers: Any) -> None:
         help="require 'Authorization: Bearer <key>' with the key read from this variable",
     )
     p.add_argument("--max-body", type=int, default=None, help="request body cap in bytes")
+    p.add_argument(
+        "--max-tool-calls",
+        type=int,
+        default=None,
+        metavar="N",
+        help="tool calls adjudicated per proxied model turn; the rest are denied (default 64)",
+    )
+    p.add_argument(
+        "--decide-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds one decision may take before it is a DENY (default 5)",
+    )
+    p.add_argument(
+        "--tool-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds a syscall's tool may run before its result is an error (default: no limit)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
     p.add_argument(
         "--journal",
@@ -133,6 +154,24 @@ def _url(sock: socket.socket) -> str:
     return f"http://{host}:{port}"
 
 
+def _limits(ns: argparse.Namespace) -> dict[str, Any]:
+    """The state options from ``--max-tool-calls`` and ``--decide-timeout`` (checked)."""
+    out: dict[str, Any] = {}
+    if ns.max_tool_calls is not None:
+        if ns.max_tool_calls < 1:
+            raise BootstrapError("--max-tool-calls must be at least 1")
+        out["max_tool_calls"] = ns.max_tool_calls
+    for flag, value in (
+        ("--decide-timeout", ns.decide_timeout),
+        ("--tool-timeout", ns.tool_timeout),
+    ):
+        if value is not None and not 0 < value < float("inf"):
+            raise BootstrapError(f"{flag} must be a positive number of seconds")
+    if ns.decide_timeout is not None:
+        out["decide_timeout"] = ns.decide_timeout
+    return out
+
+
 def serve(ns: argparse.Namespace) -> int:
     """Run until interrupted; 2 on a start-up problem (with the message on stderr)."""
     import uvicorn
@@ -150,6 +189,7 @@ def serve(ns: argparse.Namespace) -> int:
             if ns.max_body <= 0:
                 raise BootstrapError("--max-body must be a positive number of bytes")
             options["max_body"] = ns.max_body
+        options.update(_limits(ns))
         described: str | None = None
         if ns.manifest:
             if ns.policy:
@@ -162,6 +202,8 @@ def serve(ns: argparse.Namespace) -> int:
         state = build_state(ns.policy, ns.tools, **options)
         if ns.journal:
             state.journal = open_journal(ns, state)
+        if ns.tool_timeout is not None:
+            state.kernel.tool_timeout = ns.tool_timeout
         extra = load_proxy_routes(state, ns.upstream, upstream_key)
         health = {"planner": "proxy" if ns.upstream else ("scripted" if extra else "none")}
         app = create_app(

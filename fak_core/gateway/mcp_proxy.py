@@ -368,7 +368,7 @@ class McpProxy:
         # call decided before that would skip rung 1 (the first call of a session that never
         # listed its tools).
         route = await self._route(call.tool)
-        call, verdict, runnable = self.kernel.authorize(call)
+        call, verdict, runnable = await anyio.to_thread.run_sync(self.state.authorize, call)
         if not runnable:
             return self._refusal(call, verdict, call.tool)
         if route is None:

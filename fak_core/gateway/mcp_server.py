@@ -124,7 +124,8 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)
-                return _result(await state.recorded(state.adjudicate(call)))
+                body = await anyio.to_thread.run_sync(state.adjudicate, call)
+                return _result(await state.recorded(body))
             if name == "fak_syscall":
                 call = parse_call(doc).build(state, header_trace)
                 body = await anyio.to_thread.run_sync(state.syscall, call)
@@ -132,7 +133,8 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
             if name == "fak_admit":
                 req = parse_admit(doc)
                 call = req.build(state, header_trace)
-                return _result(await state.recorded(state.admit(call, req.result)))
+                body = await anyio.to_thread.run_sync(state.admit, call, req.result)
+                return _result(await state.recorded(body))
         except WireError as exc:
             return _error(exc.message)
         known = ", ".join(t.name for t in _TOOLS)
@@ -155,7 +157,10 @@ def _frame_error(line: bytes, max_frame: int) -> types.JSONRPCError | None:
 
     The SDK drops frames it cannot parse without a word; a client then waits forever.
     Here every such frame gets the protocol's answer: -32700 for text that is not JSON,
-    -32600 for JSON that is not a JSON-RPC 2.0 message or is over the size limit.
+    -32600 for JSON that is not a JSON-RPC 2.0 message, is over the size limit, or nests
+    deeper than the SDK's own JSON reader goes (about 200 levels, where orjson reads 1024).
+    The message is validated from its text exactly as the SDK will read it, so nothing
+    this lets through can be dropped there.
     """
     if len(line) > max_frame:
         return _rpc_error(None, INVALID_REQUEST, f"frame exceeds maximum size of {max_frame} bytes")
@@ -166,11 +171,18 @@ def _frame_error(line: bytes, max_frame: int) -> types.JSONRPCError | None:
     if not isinstance(doc, dict):
         return _rpc_error(None, INVALID_REQUEST, "invalid request: send one JSON-RPC object")
     try:
-        types.jsonrpc_message_adapter.validate_python(doc, by_name=False)
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:
         rid = doc.get("id")
         rid = rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
         first = exc.errors()[0]
+        if first.get("type") == "json_invalid":  # valid JSON the SDK's reader cannot take
+            return _rpc_error(
+                rid,
+                INVALID_REQUEST,
+                f"invalid request: this server cannot read the frame ({first['msg']}); "
+                "send one that nests less deeply",
+            )
         where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int))
         return _rpc_error(rid, INVALID_REQUEST, f"invalid request: {where}: {first['msg']}")
     return None

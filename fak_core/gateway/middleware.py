@@ -17,17 +17,36 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import string
 from collections.abc import Callable
+from urllib.parse import quote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
 
-__all__ = ["AuthMiddleware", "BodyLimitMiddleware", "TraceMiddleware", "TRACE_HEADER"]
+__all__ = [
+    "AuthMiddleware",
+    "BodyLimitMiddleware",
+    "TraceMiddleware",
+    "TRACE_HEADER",
+    "header_value",
+]
 
 TRACE_HEADER = "x-trace-id"
 _TRACE_HEADER_B = TRACE_HEADER.encode("latin-1")
 _log = logging.getLogger("fak_core.gateway")
+# Visible ASCII and space, except the escape character itself.
+_HEADER_SAFE = "".join(c for c in string.printable if c.isprintable() and c != "%")
+
+
+def header_value(text: str) -> str:
+    """``text`` as an HTTP header value: itself when it is visible ASCII (and space), else
+    percent-encoded UTF-8, so that a trace id with any characters can be echoed in
+    ``X-Trace-Id`` (the body carries it unchanged)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return quote(text, safe=_HEADER_SAFE, errors="surrogatepass")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -54,6 +73,7 @@ class TraceMiddleware:
             headers = [(k, v) for k, v in scope["headers"] if k.lower() != _TRACE_HEADER_B]
             headers.append((_TRACE_HEADER_B, trace.encode("latin-1", "replace")))
             scope = {**scope, "headers": headers}
+        echoed = header_value(trace).encode("ascii")
         started = False
 
         async def send_with_trace(message: Message) -> None:
@@ -62,7 +82,7 @@ class TraceMiddleware:
                 started = True
                 headers = list(message.get("headers", ()))
                 if not any(k.lower() == _TRACE_HEADER_B for k, _ in headers):
-                    headers.append((_TRACE_HEADER_B, trace.encode("latin-1", "replace")))
+                    headers.append((_TRACE_HEADER_B, echoed))
                     message = {**message, "headers": headers}
             await send(message)
 
@@ -76,7 +96,7 @@ class TraceMiddleware:
                 500,
                 "internal error while handling the request; the gateway logged it "
                 f"under trace {trace}",
-                headers={"X-Trace-Id": trace},
+                headers={"X-Trace-Id": header_value(trace)},
             )
             await response(scope, receive, send)
 

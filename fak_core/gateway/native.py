@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fak_core.gateway.errors import error_response
+from fak_core.gateway.middleware import header_value
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.wire import decode_body, parse_admit, parse_call, parse_trace_id
 from fak_core.policy import PolicyError, load_policy, policy_digest
@@ -52,7 +53,7 @@ def json_response(
 
 
 def _traced(body: dict[str, Any]) -> Response:
-    return json_response(body, headers={"X-Trace-Id": str(body["trace_id"])})
+    return json_response(body, headers={"X-Trace-Id": header_value(str(body["trace_id"]))})
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -89,7 +90,8 @@ def native_routes(
     async def adjudicate(request: Request) -> Response:
         req = parse_call(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
-        return _traced(await state.recorded(state.adjudicate(call)))
+        # Deciding may block up to the decision deadline; keep the event loop free.
+        return _traced(await state.recorded(await run_in_threadpool(state.adjudicate, call)))
 
     @_wire_errors
     async def syscall(request: Request) -> Response:
@@ -102,7 +104,7 @@ def native_routes(
     async def admit(request: Request) -> Response:
         req = parse_admit(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
-        return _traced(await state.recorded(state.admit(call, req.result)))
+        return _traced(await state.recorded(await run_in_threadpool(state.admit, call, req.result)))
 
     async def trace_get(request: Request) -> Response:
         trace = str(request.path_params["trace_id"]).strip()
@@ -110,14 +112,16 @@ def native_routes(
             return error_response(400, "missing trace id in the path", param="trace_id")
         taint = state.kernel.taint(trace)
         body = {"trace_id": trace, "taint": taint.label, "dangerous": bool(taint)}
-        return json_response(body, headers={"X-Trace-Id": trace})
+        return json_response(body, headers={"X-Trace-Id": header_value(trace)})
 
     @_wire_errors
     async def trace_reset(request: Request) -> Response:
         trace = parse_trace_id(await _body(request), required=True)
         assert trace is not None  # required=True refuses a blank one
         state.kernel.reset_trace(trace)
-        return json_response({"reset": True, "trace_id": trace}, headers={"X-Trace-Id": trace})
+        return json_response(
+            {"reset": True, "trace_id": trace}, headers={"X-Trace-Id": header_value(trace)}
+        )
 
     async def policy_reload(request: Request) -> Response:
         try:

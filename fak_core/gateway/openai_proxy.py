@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -202,7 +203,7 @@ class OpenAIProxy:
             )
         pairs = inbound_results(doc["messages"])
         results = [r for _, r in pairs]
-        admit_results(state, results, trace)
+        await run_in_threadpool(admit_results, state, results, trace)
         rewritten = False
         for m, r in pairs:
             if r.rewritten is not None:
@@ -214,7 +215,7 @@ class OpenAIProxy:
             return await self._stream(body, client_headers, trace, results, headers)
         try:
             upstream_doc = await self.upstream.complete("openai", body, client_headers)
-            out = self._complete_turn(upstream_doc, trace, results)
+            out = await run_in_threadpool(self._complete_turn, upstream_doc, trace, results)
             await state.durable()  # no decision reaches the client before it is journaled
         except JournalError as exc:
             return error_response(503, str(exc), code="journal_unavailable", headers=headers)
@@ -349,7 +350,8 @@ class OpenAIProxy:
                 )
             if ch.finish == "tool_calls" and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was streamed")
-            outcomes.append((idx, ch, adjudicate_proposed(self.state, proposed, trace, idx)))
+            outcome = await run_in_threadpool(adjudicate_proposed, self.state, proposed, trace, idx)
+            outcomes.append((idx, ch, outcome))
         tail: list[bytes] = []
         for idx, ch, outcome in outcomes:
             kept = outcome.kept

@@ -25,6 +25,14 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 
 _ERR = _ref("Error")
+# The gateway refuses a blank (empty or white-space only) tool name or trace id with a 400.
+_NON_BLANK: dict[str, Any] = {
+    "type": "string",
+    "pattern": r"\S",
+    "description": "must not be blank (white space only is refused)",
+}
+_OPT_STR = ["string", "null"]
+_OPT_BOOL = ["boolean", "null"]
 
 _SCHEMAS: dict[str, Any] = {
     "Error": {
@@ -82,26 +90,28 @@ _SCHEMAS: dict[str, Any] = {
     "CallRequest": {
         "type": "object",
         "required": ["tool"],
+        "description": "optional fields may be null, which means absent",
         "properties": {
-            "tool": {"type": "string", "description": "must not be blank"},
+            "tool": _NON_BLANK,
             "arguments": _ref("Arguments"),
-            "trace_id": {"type": "string", "description": "beats the X-Trace-Id header"},
-            "witness": {"type": "string"},
-            "principal": {"type": "string", "description": "X-Fak-Principal beats it"},
-            "read_only": {"type": "boolean", "description": "advisory; grants nothing"},
+            "trace_id": {"type": _OPT_STR, "description": "beats the X-Trace-Id header"},
+            "witness": {"type": _OPT_STR},
+            "principal": {"type": _OPT_STR, "description": "X-Fak-Principal beats it"},
+            "read_only": {"type": _OPT_BOOL, "description": "advisory; grants nothing"},
         },
     },
     "AdmitRequest": {
         "type": "object",
         "required": ["tool"],
+        "description": "optional fields may be null, which means absent",
         "properties": {
-            "tool": {"type": "string"},
+            "tool": _NON_BLANK,
             "arguments": _ref("Arguments"),
             "result": {"description": "the result: a JSON object, or text"},
-            "trace_id": {"type": "string"},
-            "witness": {"type": "string"},
-            "principal": {"type": "string"},
-            "read_only": {"type": "boolean"},
+            "trace_id": {"type": _OPT_STR},
+            "witness": {"type": _OPT_STR},
+            "principal": {"type": _OPT_STR},
+            "read_only": {"type": _OPT_BOOL},
         },
     },
     "ResultEnvelope": {
@@ -143,7 +153,7 @@ _SCHEMAS: dict[str, Any] = {
     "TraceResetRequest": {
         "type": "object",
         "required": ["trace_id"],
-        "properties": {"trace_id": {"type": "string", "minLength": 1}},
+        "properties": {"trace_id": {"type": "string", "pattern": r"\S"}},
     },
     "TraceResetResponse": {
         "type": "object",
@@ -234,7 +244,7 @@ def _paths() -> dict[str, Any]:
         "name": "trace_id",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "minLength": 1},
+        "schema": {"type": "string", "pattern": r"\S"},
     }
     return {
         "/v1/fak/adjudicate": _post(

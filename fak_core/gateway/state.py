@@ -7,11 +7,18 @@ its own, and nothing from the wire carries trust: arguments and results are mint
 With a decision journal, every surface awaits :meth:`GatewayState.durable` (or
 :meth:`GatewayState.recorded`) before it answers, so no caller is told of a decision
 that is not committed.
+
+Every decision runs under a deadline (``decide_timeout`` seconds, default 5): the kernel
+decides in a small pool of worker threads, and a decision that is late is answered with
+DENY/DEFAULT_DENY ("adjudication timed out after Ns"), a verdict like any other. A late
+adjudicator cannot be killed; it keeps its worker until it returns (``stuck_decisions``)
+and its verdict is dropped; a syscall whose decision was late never runs its tool.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,15 +27,28 @@ import anyio.to_thread
 import orjson
 
 from fak_core.calls import Result, Status, ToolCall
+from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.gateway.render import render_verdict
 from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
 from fak_core.kernel import Kernel
+from fak_core.reasons import Reason
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind, frozen_meta
 
-__all__ = ["DEFAULT_MAX_BODY", "GatewayState", "WireError", "raw_arguments"]
+__all__ = [
+    "DEFAULT_DECIDE_TIMEOUT",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_TOOL_CALLS",
+    "GatewayState",
+    "WireError",
+    "raw_arguments",
+]
 
 DEFAULT_MAX_BODY = 4 << 20
+DEFAULT_DECIDE_TIMEOUT = 5.0
+DEFAULT_MAX_TOOL_CALLS = 64
+DECIDE_WORKERS = 16
+_JSON_WS = " \t\r\n"
 
 
 class WireError(ValueError):
@@ -42,13 +62,26 @@ class WireError(ValueError):
 
 def raw_arguments(arguments: Any) -> str:
     """Arguments as JSON text: an object is serialised, a string is taken as the JSON text
-    (the OpenAI convention), absent or empty is ``{}``; anything else is passed as its JSON
-    text so that rung 0 refuses it with a clear reason."""
+    (the OpenAI convention), absent, empty or JSON white space only is ``{}``; anything
+    else is passed as its JSON text so that rung 0 refuses it with a clear reason."""
     if arguments is None:
         return "{}"
     if isinstance(arguments, str):
-        return arguments if arguments.strip() else "{}"
-    return orjson.dumps(arguments).decode("utf-8")
+        # JSON white space only is {}; str.strip would also eat \x1c, \u2028 and friends,
+        # which are not JSON and must reach rung 0 to be refused.
+        return arguments if arguments.strip(_JSON_WS) else "{}"
+    try:
+        return orjson.dumps(arguments).decode("utf-8")
+    except TypeError:  # nested deeper than orjson writes (255), an int over 64 bits, ...
+        pass
+    try:
+        return json.dumps(arguments, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise WireError(
+            f"arguments cannot be written back as JSON text ({type(exc).__name__}: "
+            f"{str(exc)[:80]}); send a JSON object nested no deeper than 64 levels",
+            "arguments",
+        ) from None
 
 
 @dataclass
@@ -61,6 +94,41 @@ class GatewayState:
     journal: Journal | None = None
     _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Seconds one decision may take before it is a DENY (None: decide inline, no deadline).
+    decide_timeout: float | None = DEFAULT_DECIDE_TIMEOUT
+    #: Proposed tool calls adjudicated per model turn; the rest are refused undecided.
+    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
+    #: Decisions answered DENY because they missed the deadline.
+    decide_timeouts: int = field(default=0, init=False)
+    _deciders: DeadlinePool = field(
+        default_factory=lambda: DeadlinePool(DECIDE_WORKERS, "fak-decide"), init=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.decide_timeout is not None and not 0 < self.decide_timeout < float("inf"):
+            raise ValueError(
+                f"decide_timeout must be a positive number of seconds, not {self.decide_timeout}"
+            )
+        if self.max_tool_calls < 1:
+            raise ValueError(f"max_tool_calls must be at least 1, not {self.max_tool_calls}")
+
+    @property
+    def stuck_decisions(self) -> int:
+        """Decisions that missed the deadline and are still running (each holds a worker)."""
+        return self._deciders.stuck
+
+    def close(self) -> None:
+        """Stop the idle decision workers (stuck ones stop when their decision returns)."""
+        self._deciders.close()
+
+    def _late(self) -> Verdict:
+        with self._lock:
+            self.decide_timeouts += 1
+        return Verdict.deny(
+            Reason.DEFAULT_DENY,
+            "gateway",
+            claim=f"adjudication timed out after {self.decide_timeout:g}s",
+        )
 
     def trace_for(self, body_trace: Any = None, header_trace: str | None = None) -> str:
         """Body ``trace_id``, else the ``X-Trace-Id`` header, else the default, else minted."""
@@ -104,17 +172,49 @@ class GatewayState:
         k = self.kernel
         return render_verdict(verdict, k.kinds, k.reasons, result_meta)
 
+    def decide(self, call: ToolCall) -> Verdict:
+        """The kernel's verdict on ``call``, or DENY/DEFAULT_DENY when it is late."""
+        timeout = self.decide_timeout
+        if timeout is None:
+            return self.kernel.decide(call)
+        try:
+            return self._deciders.run(self.kernel.decide, call, timeout=timeout)
+        except DeadlineExceeded:
+            return self._late()
+
+    def authorize(self, call: ToolCall) -> tuple[ToolCall, Verdict, bool]:
+        """:meth:`Kernel.authorize` under the deadline; a late one may not run."""
+        timeout = self.decide_timeout
+        if timeout is None:
+            return self.kernel.authorize(call)
+        try:
+            return self._deciders.run(self.kernel.authorize, call, timeout=timeout)
+        except DeadlineExceeded:
+            return call, self._late(), False
+
     def adjudicate(self, call: ToolCall) -> dict[str, Any]:
         """Decide only: ``{"verdict", "repaired_arguments"?, "trace_id"}``."""
-        v = self.kernel.decide(call)
+        v = self.decide(call)
         out: dict[str, Any] = {"verdict": self.render(v), "trace_id": call.trace_id}
         if v.kind == VerdictKind.TRANSFORM and v.repaired_args is not None:
             out["repaired_arguments"] = v.repaired_args
         return out
 
     def syscall(self, call: ToolCall) -> dict[str, Any]:
-        """Decide and run: ``{"verdict", "result": {status, content, meta}, "trace_id"}``."""
-        result, v = self.kernel.syscall(call)
+        """Decide and run: ``{"verdict", "result": {status, content, meta}, "trace_id"}``.
+
+        With a deadline, only the decision (``Kernel.authorize``) runs under it; the tool's
+        own time is bounded by the kernel's ``tool_timeout``.
+        """
+        kernel = self.kernel
+        if self.decide_timeout is None:
+            result, v = kernel.syscall(call)
+        else:
+            authorized, v, runnable = self.authorize(call)
+            if runnable:
+                result, v = kernel.run_authorized(authorized, v)
+            else:
+                result = kernel.deny_result(v)
         return {
             "verdict": self.render(v, result.meta),
             "result": {
@@ -127,7 +227,10 @@ class GatewayState:
 
     def admit(self, call: ToolCall, result: Any) -> dict[str, Any]:
         """Admit a client-run result (minted TAINTED): ``{"verdict", "result", "trace_id"}``."""
-        payload = result if isinstance(result, str) else raw_arguments(result)
+        try:
+            payload = result if isinstance(result, str) else raw_arguments(result)
+        except WireError as exc:
+            raise WireError(exc.message.replace("arguments", "result", 1), "result") from None
         admitted, v = self.kernel.admit(call, Result(Status.OK, payload, taint=Taint.TAINTED))
         return {
             "verdict": self.render(v, admitted.meta),

@@ -6,11 +6,17 @@ Both proxy routes translate their wire into :class:`InboundResult` and
 :class:`~fak_core.gateway.state.GatewayState` seam; this module only applies the kernel's
 verdict: ALLOW is kept verbatim, TRANSFORM is kept with the repaired arguments, and the
 default branch drops everything else.
+
+A turn may propose at most ``GatewayState.max_tool_calls`` calls (per choice): the first
+that many are adjudicated in order; every call past the limit is dropped undecided with
+DENY/OVERSIZE by ``gateway`` and a claim naming the limit (the kernel never sees it, so a
+runaway model cannot make the gateway decide without bound).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +35,7 @@ __all__ = [
     "adjudicate_proposed",
     "admit_results",
     "args_digest",
+    "over_limit",
     "refusal_summary",
 ]
 
@@ -110,7 +117,7 @@ def args_digest(arguments: Any) -> str:
     """``sha256:`` + hex over the canonical JSON of the arguments (sorted keys, compact);
     over the raw text when it does not parse; ``{}`` when empty."""
     if isinstance(arguments, str):
-        text = arguments if arguments.strip() else "{}"
+        text = arguments if arguments.strip(" \t\r\n") else "{}"
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -119,8 +126,12 @@ def args_digest(arguments: Any) -> str:
         value = {} if arguments is None else arguments
     try:
         canon = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        canon = repr(value).encode("utf-8", "replace")
+    except TypeError:  # deeper than orjson writes, an int over 64 bits, a lone surrogate
+        try:
+            text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            text = "<arguments that cannot be encoded as JSON>"
+        canon = text.encode("utf-8", "surrogatepass")
     return "sha256:" + hashlib.sha256(canon).hexdigest()
 
 
@@ -137,7 +148,7 @@ def adjudicate_one(
         call = state.build_call(proposed.name, proposed.arguments, trace_id)
     except WireError as exc:
         return Adjudication(proposed, _malformed(state, exc.message), False, digest=digest)
-    verdict = state.kernel.decide(call)
+    verdict = state.decide(call)
     wire = state.render(verdict)
     if verdict.kind == VerdictKind.ALLOW:
         return Adjudication(proposed, wire, True, str(call.args), digest, choice=choice)
@@ -159,11 +170,30 @@ def adjudicate_one(
     return Adjudication(proposed, wire, False, digest=digest, choice=choice)
 
 
+def over_limit(
+    state: GatewayState, proposed: ProposedCall, position: int, total: int, choice: int = 0
+) -> Adjudication:
+    """The refusal of a call past the turn's limit (``position`` counts from 1)."""
+    limit = state.max_tool_calls
+    claim = (
+        f"the turn proposes {total} tool calls, over the gateway's limit of {limit} per "
+        f"turn; call {position} was not adjudicated: ask the model for at most {limit}"
+    )
+    verdict = state.render(Verdict.deny(Reason.OVERSIZE, BY, claim=claim))
+    digest = args_digest(proposed.arguments)
+    return Adjudication(proposed, verdict, False, digest=digest, choice=choice)
+
+
 def adjudicate_proposed(
     state: GatewayState, calls: list[ProposedCall], trace_id: str, choice: int = 0
 ) -> TurnOutcome:
-    """Adjudicate every proposed call, in order."""
-    return TurnOutcome([adjudicate_one(state, c, trace_id, choice) for c in calls])
+    """Adjudicate the proposed calls in order, up to ``state.max_tool_calls``; refuse the rest."""
+    limit = state.max_tool_calls
+    total = len(calls)
+    out = [adjudicate_one(state, c, trace_id, choice) for c in calls[:limit]]
+    for position in range(limit + 1, total + 1):
+        out.append(over_limit(state, calls[position - 1], position, total, choice))
+    return TurnOutcome(out)
 
 
 def admit_results(state: GatewayState, results: list[InboundResult], trace_id: str) -> None:

@@ -49,6 +49,11 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):
+            raise WireError(
+                "malformed request body: it nests deeper than 1024 levels; send a JSON "
+                "object whose arguments nest no deeper than 64 levels"
+            ) from None
         raise WireError(
             f"malformed request body: not valid JSON ({exc}); send a JSON object"
         ) from None

@@ -120,6 +120,10 @@ def test_fak_serve_built_in_policy_line() -> None:
         (["--api-key-env", "FAK_SURELY_UNSET_VAR"], "FAK_SURELY_UNSET_VAR is not set"),
         (["--policy", "/nonexistent/policy.json"], "cannot read policy file"),
         (["--tools", "no_such_module_xyz"], "cannot import it"),
+        (["--max-tool-calls", "0"], "--max-tool-calls must be at least 1"),
+        (["--decide-timeout", "0"], "--decide-timeout must be a positive number"),
+        (["--decide-timeout", "nan"], "--decide-timeout must be a positive number"),
+        (["--tool-timeout", "-1"], "--tool-timeout must be a positive number"),
     ],
 )
 def test_fak_serve_refuses_to_start_with_a_clear_message(args: list[str], needle: str) -> None:

@@ -71,6 +71,9 @@ def test_clamp_in_range(x):
 
 def make_project(pytester: pytest.Pytester, witness: str = WITNESS_OK, doc: str = DOC) -> None:
     pytester.syspathinsert()
+    # schemathesis (a dev dependency) registers a pytest plugin that blanks Hypothesis'
+    # falsifying examples ("x=,"); the inner project turns it off as our own config does.
+    pytester.makeini("[pytest]\naddopts = -p no:schemathesis\n")
     pytester.makepyfile(clamplib=LIB, clampmutants=MUTANTS)
     (pytester.path / "theorems").mkdir(exist_ok=True)
     (pytester.path / "theorems" / "clamp.md").write_text(doc, encoding="utf-8")

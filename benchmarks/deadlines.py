@@ -1,0 +1,85 @@
+"""What the deadlines cost, measured in one run: each figure with and without its deadline.
+
+- decision: ``GatewayState.decide`` inline (``decide_timeout=None``) against under the
+  default deadline (the kernel decides on a worker thread of the decision pool);
+- HTTP: ``POST /v1/fak/adjudicate`` over loopback with each setting;
+- tool: ``Kernel.syscall`` of a trivial tool inline against under ``tool_timeout``.
+
+Bounded: a fixed number of iterations per section and a wall-clock cap.
+Run: ``python benchmarks/deadlines.py [--requests N] [--time-cap SECONDS]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import httpx
+from gateway import CALL, Figures, _Server, _timed  # benchmarks/gateway.py, beside this script
+
+from fak_core import Kernel, ToolCall, parse_policy
+from fak_core.gateway.state import DEFAULT_DECIDE_TIMEOUT, GatewayState
+
+
+def bench_decide(state: GatewayState, label: str, n: int, cap_s: float) -> Figures:
+    call = state.build_call(CALL["tool"], CALL["arguments"], "bench")
+    return _timed(f"decide ({label})", lambda: state.decide(call), n, cap_s, min(1000, n))
+
+
+def bench_http(state: GatewayState, label: str, n: int, cap_s: float) -> Figures:
+    with _Server(state) as server, httpx.Client(base_url=server.url, timeout=10) as client:
+
+        def hop() -> object:
+            r = client.post("/v1/fak/adjudicate", json=CALL)
+            if r.status_code != 200 or r.json()["verdict"]["kind"] != "ALLOW":
+                raise RuntimeError(f"unexpected {r.status_code}: {r.text}")
+            return r
+
+        return _timed(f"HTTP adjudicate ({label})", hop, n, cap_s, min(200, n))
+
+
+def bench_tool(timeout: float | None, n: int, cap_s: float) -> Figures:
+    kernel = Kernel(parse_policy({"version": "fak-policy/v1", "allow": ["noop"]}))
+    kernel.register_tool("noop", lambda args: "ok")
+    kernel.tool_timeout = timeout
+    call = ToolCall("noop", "{}", "bench")
+    label = "inline" if timeout is None else f"tool_timeout={timeout:g}s"
+    try:
+        return _timed(f"syscall noop ({label})", lambda: kernel.syscall(call), n, cap_s, 1000)
+    finally:
+        kernel.close()
+
+
+def ratio(name: str, base: Figures, bounded: Figures) -> str:
+    b, d = base.pct(0.5), bounded.pct(0.5)
+    return f"{name:<34} {d / b:.2f}x  (+{d - b:.1f} us p50)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--requests", type=int, default=3000, help="per HTTP section")
+    parser.add_argument("--time-cap", type=float, default=15.0, help="seconds per section")
+    ns = parser.parse_args()
+    n, cap = ns.requests, ns.time_cap
+    kernel = Kernel()
+    inline = GatewayState(kernel, decide_timeout=None)
+    bounded = GatewayState(kernel)
+    deadline = f"decide_timeout={DEFAULT_DECIDE_TIMEOUT:g}s"
+    rows = [
+        (bench_decide(inline, "inline", n * 10, cap), bench_decide(bounded, deadline, n * 10, cap)),
+        (bench_http(inline, "inline", n, cap), bench_http(bounded, deadline, n, cap)),
+        (bench_tool(None, n * 10, cap), bench_tool(5.0, n * 10, cap)),
+    ]
+    for base, with_deadline in rows:
+        print(base.line())
+        print(with_deadline.line())
+    for name, (base, with_deadline) in zip(
+        ("decision deadline / inline", "HTTP with / without deadline", "tool deadline / inline"),
+        rows,
+        strict=True,
+    ):
+        print(ratio(name, base, with_deadline))
+    bounded.close()
+
+
+if __name__ == "__main__":
+    main()

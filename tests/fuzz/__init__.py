@@ -1,0 +1,1 @@
+"""Hostile-input tests: schema fuzzing, hostile bodies and frames, limits and timeouts."""

@@ -1,0 +1,107 @@
+"""Bugs the fuzzers found, pinned as plain examples."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import pytest
+from starlette.testclient import TestClient
+
+from fak_core.gateway.app import create_app
+from fak_core.gateway.middleware import header_value
+from fak_core.gateway.state import GatewayState
+from tests.gateway.support import make_kernel
+
+
+@pytest.mark.parametrize("trace", ["\U000aab4d", "caf\u00e9 \u2603", "a\nb", "50%", "\U0001f1fa"])
+@pytest.mark.parametrize("route", ["/v1/fak/adjudicate", "/v1/fak/syscall", "/v1/fak/admit"])
+def test_non_ascii_body_trace_is_echoed_percent_encoded_not_a_500(route: str, trace: str) -> None:
+    """A body trace id that is not visible ASCII used to crash the header write (500)."""
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        r = client.post(route, json={"tool": "echo", "trace_id": trace})
+        assert r.status_code == 200, r.text
+        assert r.json()["trace_id"] == trace.strip()
+        assert unquote(r.headers["x-trace-id"]) == trace.strip()
+        # the same trace is the same session: its taint is readable by its own id
+        reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace})
+        assert reset.status_code == 200, reset.text
+
+
+def test_header_value_keeps_visible_ascii_and_encodes_the_rest() -> None:
+    assert header_value("t-1 ok") == "t-1 ok"
+    assert header_value("a%b\u00e9") == "a%25b%C3%A9"
+    assert header_value("a\tb") == "a%09b"
+
+
+def nested_body(field: str, depth: int) -> str:
+    nest = "[" * depth + "]" * depth
+    return f'{{"tool": "echo", "{field}": {{"a": {nest}}}}}'
+
+
+@pytest.mark.parametrize("depth", [70, 300, 900])
+@pytest.mark.parametrize("route", ["/v1/fak/adjudicate", "/v1/fak/syscall"])
+def test_deep_arguments_are_a_malformed_deny_not_a_500(route: str, depth: int) -> None:
+    """Arguments nested 256..1024 deep parsed, then crashed re-encoding (orjson writes 255)."""
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        r = client.post(route, content=nested_body("arguments", depth))
+        assert r.status_code == 200, r.text
+        verdict = r.json()["verdict"]
+        assert (verdict["kind"], verdict["reason"]) == ("DENY", "MALFORMED")
+        assert "deeper than 64 levels" in verdict["detail"]["claim"]
+
+
+@pytest.mark.parametrize("depth", [300, 900])
+def test_deep_admitted_result_is_kept_as_text_not_a_500(depth: int) -> None:
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        r = client.post("/v1/fak/admit", content=nested_body("result", depth))
+        assert r.status_code == 200, r.text
+        assert r.json()["result"]["content"].count("[") == depth
+
+
+def test_arguments_too_deep_to_re_encode_are_a_clear_400() -> None:
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        for field in ("arguments", "result"):
+            r = client.post("/v1/fak/admit", content=nested_body(field, 1015))
+            assert r.status_code == 400, r.text
+            err = r.json()["error"]
+            assert err["param"] == field and "no deeper than 64 levels" in err["message"]
+            assert err["message"].startswith(field)
+        r = client.post("/v1/fak/adjudicate", content=nested_body("arguments", 2000))
+        assert r.status_code == 400
+        assert "deeper than 1024 levels" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("text", ["\x1c", "\u2028", "\x85", "\u3000", " \x0b "])
+def test_non_json_white_space_arguments_are_malformed_not_empty(text: str) -> None:
+    """The wire took any str.isspace() text as ``{}``: a call with arguments that are not
+    JSON was ALLOWED. Only JSON white space (space, tab, CR, LF) means no arguments."""
+    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+        r = client.post("/v1/fak/adjudicate", json={"tool": "echo", "arguments": text})
+        verdict = r.json()["verdict"]
+        assert (verdict["kind"], verdict["reason"]) == ("DENY", "MALFORMED")
+        ok = client.post("/v1/fak/adjudicate", json={"tool": "echo", "arguments": " \t\r\n"})
+        assert ok.json()["verdict"]["kind"] == "ALLOW"
+
+
+def test_hypothesis_prints_falsifying_examples_after_schemathesis_is_imported() -> None:
+    """schemathesis blanks Hypothesis' example printer process-wide when it first builds a
+    strategy; the fuzz conftest restores it, so a later failing property still says which
+    input failed."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from schemathesis.generation.hypothesis import setup
+
+    from .conftest import restore_hypothesis_printer
+
+    setup()  # what generating the first schemathesis case does (once per process)
+    restore_hypothesis_printer()
+
+    @settings(max_examples=50, database=None, derandomize=True)
+    @given(st.integers(0, 20))
+    def fails_at_ten(x: int) -> None:
+        assert x < 10
+
+    with pytest.raises(AssertionError) as info:
+        fails_at_ten()
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "x=10" in notes, notes
