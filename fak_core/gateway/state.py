@@ -17,6 +17,7 @@ and its verdict is dropped; a syscall whose decision was late never runs its too
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -30,6 +31,7 @@ from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.gateway.render import render_verdict
 from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
+from fak_core.journal import args_digest as journal_args_digest
 from fak_core.kernel import Kernel
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
@@ -121,14 +123,29 @@ class GatewayState:
         """Stop the idle decision workers (stuck ones stop when their decision returns)."""
         self._deciders.close()
 
-    def _late(self) -> Verdict:
+    def _late(self, call: ToolCall) -> Verdict:
         with self._lock:
             self.decide_timeouts += 1
-        return Verdict.deny(
+        verdict = Verdict.deny(
             Reason.DEFAULT_DENY,
             "gateway",
             claim=f"adjudication timed out after {self.decide_timeout:g}s",
         )
+        journal = self.journal
+        if journal is not None:  # the answer the caller gets is the one on record
+            with contextlib.suppress(JournalError):  # a failed journal shows on durable()
+                journal.record_fields(
+                    {
+                        "event": "decide",
+                        "trace": call.trace_id,
+                        "tool": call.tool,
+                        "args_digest": journal_args_digest(call),
+                        "verdict": "DENY",
+                        "reason": "DEFAULT_DENY",
+                        "by": "gateway",
+                    }
+                )
+        return verdict
 
     def trace_for(self, body_trace: Any = None, header_trace: str | None = None) -> str:
         """Body ``trace_id``, else the ``X-Trace-Id`` header, else the default, else minted."""
@@ -180,7 +197,7 @@ class GatewayState:
         try:
             return self._deciders.run(self.kernel.decide, call, timeout=timeout)
         except DeadlineExceeded:
-            return self._late()
+            return self._late(call)
 
     def authorize(self, call: ToolCall) -> tuple[ToolCall, Verdict, bool]:
         """:meth:`Kernel.authorize` under the deadline; a late one may not run."""
@@ -190,7 +207,7 @@ class GatewayState:
         try:
             return self._deciders.run(self.kernel.authorize, call, timeout=timeout)
         except DeadlineExceeded:
-            return call, self._late(), False
+            return call, self._late(call), False
 
     def adjudicate(self, call: ToolCall) -> dict[str, Any]:
         """Decide only: ``{"verdict", "repaired_arguments"?, "trace_id"}``."""

@@ -196,3 +196,25 @@ def test_no_deadline_decides_inline(hangs: Hangs) -> None:
 def test_state_limits_are_checked(kw: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         GatewayState(Kernel(), **kw)
+
+
+def test_a_late_decision_is_journaled_as_the_deny_the_caller_got(
+    state: GatewayState, hangs: Hangs, tmp_path: Any
+) -> None:
+    from fak_core.journal import Journal, read_rows
+
+    journal = Journal(tmp_path / "j.db")
+    journal.attach(state.kernel)
+    state.journal = journal
+    try:
+        with TestClient(create_app(state, mcp=False)) as client:
+            r = client.post("/v1/fak/adjudicate", json={"tool": "slow", "trace_id": "late-1"})
+            assert_late_deny(r.json()["verdict"])
+            hangs.release.set()
+            wait_until(lambda: state.stuck_decisions == 0)
+            journal.sync()
+        rows = [(r["trace"], r["verdict"], r["by"]) for r in read_rows(tmp_path / "j.db")]
+        # first the deny the caller was given, then the kernel's own late verdict
+        assert rows[0] == ("late-1", "DENY", "gateway")
+    finally:
+        journal.close()
