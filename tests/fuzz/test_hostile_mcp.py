@@ -173,7 +173,7 @@ def enc(doc: Any) -> bytes:
 
 parse_errors = st.one_of(
     # one frame is one line: no newline inside
-    st.text(st.characters(exclude_characters="\n"), min_size=1, max_size=60)
+    st.text(st.characters(codec="utf-8", exclude_characters="\n"), min_size=1, max_size=60)
     .map(str.encode)
     .filter(lambda b: b.strip() and not is_json(b)),
     # invalid UTF-8 inside an otherwise fine request
