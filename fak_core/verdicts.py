@@ -72,10 +72,13 @@ class KindRegistry:
     Each kernel owns one. An unknown kind ranks 100 and falls back to DENY (fail closed).
     """
 
-    __slots__ = ("_fallback", "_names", "_ranks")
+    __slots__ = ("_fallback", "_names", "_ranks", "ranks")
 
     def __init__(self) -> None:
         self._ranks: dict[int, int] = dict(_CORE_RANKS)
+        #: Kind → rank for every known kind, read-only and live (registrations show);
+        #: unknown kinds rank as DENY. The fold reads it once per decision.
+        self.ranks: Mapping[int, int] = MappingProxyType(self._ranks)
         self._fallback: dict[int, int] = {}
         self._names: dict[int, str] = {int(k): k.name for k in VerdictKind}
 
@@ -103,11 +106,6 @@ class KindRegistry:
     def rank(self, kind: int) -> int:
         """Restrictiveness of a kind; 100 (as DENY) for anything unknown."""
         return self._ranks.get(kind, DENY_RANK)
-
-    @property
-    def ranks(self) -> Mapping[int, int]:
-        """Kind → rank for every known kind (read-only); unknown kinds rank as DENY."""
-        return MappingProxyType(self._ranks)
 
     def fallback(self, kind: int) -> int:
         """The core kind an extension kind is executed as; DENY for every non-extension."""

@@ -164,8 +164,8 @@ class PreflightOutcome:
 
 
 class _Failed(Exception):
-    def __init__(self, checks: tuple[str, ...], findings: list[Finding]) -> None:
-        self.checks, self.findings = checks, findings
+    def __init__(self, findings: list[Finding]) -> None:
+        self.findings = findings
 
 
 @dataclass
@@ -212,21 +212,17 @@ def _refs_with_paths(flow: Flow) -> list[tuple[str, str, CapabilityRef]]:
 
 
 def _step_resolve(st: _State, workspace: Resolver | str | Path) -> dict[str, Any]:
-    checks = ("workspace", "identity", "repository", "baseline-branch", "requirement-sources")
     if isinstance(workspace, (str, Path)):
         try:
             st.resolver = FileWorkspace.load(workspace)
         except FlowSpecError as exc:
-            raise _Failed(
-                checks, [Finding("WORKSPACE_INVALID", exc.path or "", str(exc))]
-            ) from None
+            raise _Failed([Finding("WORKSPACE_INVALID", exc.path or "", str(exc))]) from None
     else:
         st.resolver = workspace
     r = st.resolver
     st.user = r.user(st.identity)
     if st.user is None:
         raise _Failed(
-            checks,
             [Finding("UNKNOWN_USER", "identity", f"{st.identity!r} is not a user of {r.name!r}")],
         )
     src = st.source
@@ -234,7 +230,7 @@ def _step_resolve(st: _State, workspace: Resolver | str | Path) -> dict[str, Any
         try:
             st.flow = src.flow if isinstance(src.flow, Flow) else load_flow(src.flow)
         except FlowSpecError as exc:
-            raise _Failed(checks, [Finding("FLOW_INVALID", exc.path, str(exc))]) from None
+            raise _Failed([Finding("FLOW_INVALID", exc.path, str(exc))]) from None
         st.repository, st.branch = st.flow.repository, st.flow.baseline_branch
         st.requirements = st.flow.requirements
     else:
@@ -282,7 +278,7 @@ def _step_resolve(st: _State, workspace: Resolver | str | Path) -> dict[str, Any
         else:
             st.revisions[req.name] = resolved.revision
     if findings:
-        raise _Failed(checks, findings)
+        raise _Failed(findings)
     return {
         "identity": st.identity,
         "workspace": r.name,
@@ -297,11 +293,9 @@ def _step_resolve(st: _State, workspace: Resolver | str | Path) -> dict[str, Any
 
 
 def _step_determine(st: _State) -> dict[str, Any]:
-    checks: tuple[str, ...]
     src = st.source
     assert st.resolver is not None
     if isinstance(src, ExistingFlow):
-        checks = ("existing-version",)
         assert st.flow is not None
         st.origin = {
             "kind": "existing",
@@ -309,7 +303,6 @@ def _step_determine(st: _State) -> dict[str, Any]:
             "source_digest": digest(flow_to_dict(st.flow)),
         }
         return {"origin": st.origin, "flow": st.flow.name}
-    checks = ("generator", "generated-flow-shape", "generated-flow-inputs")
     ctx = GenerationContext(
         identity=st.identity,
         workspace=st.resolver.name,
@@ -326,10 +319,9 @@ def _step_determine(st: _State) -> dict[str, Any]:
             else flow_from_dict(dict(produced), f"generator {src.generator}")
         )
     except FlowSpecError as exc:
-        raise _Failed(checks, [Finding("FLOW_INVALID", exc.path, str(exc))]) from None
+        raise _Failed([Finding("FLOW_INVALID", exc.path, str(exc))]) from None
     except Exception as exc:  # a generator is foreign code: its failure is a finding
         raise _Failed(
-            checks,
             [
                 Finding(
                     "GENERATOR_FAILED", "generator", f"{src.generator}: {type(exc).__name__}: {exc}"
@@ -354,7 +346,7 @@ def _step_determine(st: _State) -> dict[str, Any]:
             )
         )
     if mismatch:
-        raise _Failed(checks, mismatch)
+        raise _Failed(mismatch)
     st.flow = flow
     st.origin = {
         "kind": "generated",
@@ -368,7 +360,7 @@ def _step_compile(st: _State) -> dict[str, Any]:
     assert st.flow is not None
     compiled = compile_flow(st.flow)
     if not compiled.ok:
-        raise _Failed(COMPILER_CHECKS, list(compiled.findings))
+        raise _Failed(list(compiled.findings))
     st.plan = compiled.plan
     return {"order": compiled.plan["order"] if compiled.plan else []}
 
@@ -520,15 +512,6 @@ def _step_reauthorise(st: _State) -> dict[str, Any]:
             )
     if findings:
         raise _Failed(
-            (
-                "exact-references",
-                "grants",
-                "repository-and-branch",
-                "models",
-                "compatibility",
-                "budget",
-                "risk",
-            ),
             findings,
         )
     st.lock = [lock[k] for k in sorted(lock)]
@@ -568,7 +551,7 @@ def _step_freeze(st: _State, task_id: str) -> dict[str, Any]:
     private_values = (*st.resolver.private_values(), *st.private.all_refs())
     findings = scan(body, private_values, path="manifest")
     if findings:
-        raise _Failed(("secret-free",), findings)
+        raise _Failed(findings)
     st.body = body
     return {"nodes": len(body["nodes"]), "locked": len(body["lock"])}
 
@@ -578,10 +561,10 @@ def _step_digest(st: _State) -> dict[str, Any]:
     try:
         manifest = Manifest.seal(st.body)
     except CanonicalError as exc:
-        raise _Failed(("canonical-json",), [Finding("UNCANONICAL", "manifest", str(exc))]) from None
+        raise _Failed([Finding("UNCANONICAL", "manifest", str(exc))]) from None
     again = revalidate(manifest)  # the runner's own check, run once before anything is handed over
     if again:
-        raise _Failed(("canonical-json", "runner-revalidation"), list(again))
+        raise _Failed(list(again))
     st.manifest = manifest
     return {"digest": manifest.digest}
 

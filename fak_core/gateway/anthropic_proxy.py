@@ -35,7 +35,7 @@ from fak_core.gateway.turn import (
     ProposedCall,
     TurnOutcome,
     adjudicate_proposed,
-    admit_results,
+    admit_inbound,
     refusal_summary,
 )
 from fak_core.gateway.upstream import Upstream, UpstreamError
@@ -223,15 +223,7 @@ class AnthropicProxy:
                 headers,
             )
         pairs = inbound_results(doc["messages"])
-        results = [r for _, r in pairs]
-        await run_in_threadpool(admit_results, state, results, trace)
-        rewritten = False
-        for block, r in pairs:
-            if r.rewritten is not None:
-                block["content"] = r.rewritten
-                rewritten = True
-        # Unchanged turns go upstream byte for byte (the prompt-cache prefix survives).
-        body = orjson.dumps(doc) if rewritten else raw
+        results, body = await admit_inbound(state, doc, pairs, trace, raw)
         client_headers = {k.lower(): v for k, v in request.headers.items()}
         if doc.get("stream") is True:
             return await self._stream(body, client_headers, trace, results, headers)

@@ -36,7 +36,7 @@ from fak_core.gateway.turn import (
     ProposedCall,
     TurnOutcome,
     adjudicate_proposed,
-    admit_results,
+    admit_inbound,
     refusal_summary,
 )
 from fak_core.gateway.upstream import Upstream, UpstreamError
@@ -202,14 +202,7 @@ class OpenAIProxy:
                 headers=headers,
             )
         pairs = inbound_results(doc["messages"])
-        results = [r for _, r in pairs]
-        await run_in_threadpool(admit_results, state, results, trace)
-        rewritten = False
-        for m, r in pairs:
-            if r.rewritten is not None:
-                m["content"] = r.rewritten
-                rewritten = True
-        body = orjson.dumps(doc) if rewritten else raw
+        results, body = await admit_inbound(state, doc, pairs, trace, raw)
         client_headers = {k.lower(): v for k, v in request.headers.items()}
         if doc.get("stream") is True:
             return await self._stream(body, client_headers, trace, results, headers)

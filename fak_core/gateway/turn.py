@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.reasons import Reason
@@ -229,6 +230,29 @@ def admit_results(state: GatewayState, results: list[InboundResult], trace_id: s
             r.rewritten = orjson.dumps(
                 {"_quarantined": True, "boundary": "proxy", "reason": reason}
             ).decode()
+
+
+async def admit_inbound(
+    state: GatewayState,
+    doc: dict[str, Any],
+    pairs: list[tuple[dict[str, Any], InboundResult]],
+    trace_id: str,
+    raw: bytes,
+) -> tuple[list[InboundResult], bytes]:
+    """Admit a turn's inbound tool results (off the event loop, and only if there are any),
+    put the kernel's rewrites in their holders' ``content``, and return the results with
+    the body to send upstream: the client's own bytes when nothing was rewritten (so the
+    upstream's prompt-cache prefix survives)."""
+    results = [r for _, r in pairs]
+    if not results:
+        return results, raw
+    await run_in_threadpool(admit_results, state, results, trace_id)
+    rewritten = False
+    for holder, r in pairs:
+        if r.rewritten is not None:
+            holder["content"] = r.rewritten
+            rewritten = True
+    return results, (orjson.dumps(doc) if rewritten else raw)
 
 
 def refusal_summary(dropped: list[Adjudication]) -> str:

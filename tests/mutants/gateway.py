@@ -7,9 +7,8 @@ servers running in other threads of this process).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from unittest import mock
 
@@ -17,7 +16,7 @@ import mcp_types as types
 import orjson
 
 from fak_core.calls import ToolCall
-from fak_core.gateway import anthropic_proxy, openai_proxy, turn
+from fak_core.gateway import turn
 from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.turn import Adjudication, ProposedCall
@@ -88,16 +87,8 @@ def results_not_admitted() -> Any:
     def admit_results(*args: Any, **kwargs: Any) -> None:
         return None
 
-    @contextlib.contextmanager
-    def patched() -> Iterator[None]:
-        with (
-            mock.patch.object(turn, "admit_results", admit_results),
-            mock.patch.object(openai_proxy, "admit_results", admit_results),
-            mock.patch.object(anthropic_proxy, "admit_results", admit_results),
-        ):
-            yield
-
-    return patched()
+    # both proxies admit through turn.admit_inbound, which calls turn.admit_results
+    return mock.patch.object(turn, "admit_results", admit_results)
 
 
 # ------------------------------------------------------------------------------- D10.3
