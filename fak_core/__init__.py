@@ -23,6 +23,7 @@ from fak_core.journal import Journal, JournalError, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
 from fak_core.kernel import FLOOR_RANK, PREFLIGHT_RANK, SCREEN_RANK, SINK_GATE_RANK, Kernel
 from fak_core.ledger import MemoryLedger, TaintLedger
+from fak_core.nonblocking import is_nonblocking, nonblocking
 from fak_core.policy import (
     ArgRule,
     AuthorizeRule,
@@ -113,7 +114,9 @@ __all__ = [
     "dump_policy",
     "fold",
     "fold_results",
+    "is_nonblocking",
     "load_policy",
+    "nonblocking",
     "parse_args",
     "parse_policy",
     "policy_digest",

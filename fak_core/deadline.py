@@ -8,10 +8,13 @@ while the call keeps its worker until it returns by itself (its value is then dr
 in the queue and miss their deadline the same way; a call that never started is cancelled
 and never runs. The workers are daemon threads, so a stuck one never blocks process exit
 (``concurrent.futures.ThreadPoolExecutor`` joins its workers at exit, which would).
+:meth:`DeadlinePool.run` blocks its caller; :meth:`DeadlinePool.arun` awaits the same call
+from a coroutine without blocking the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 from collections.abc import Callable
@@ -94,6 +97,25 @@ class DeadlinePool:
                 future.add_done_callback(self._forget)
             elif future.done() and not future.cancelled():
                 return future.result()  # finished in the instant between the two checks
+            raise DeadlineExceeded(timeout) from None
+
+    async def arun(self, fn: Callable[..., T], *args: Any, timeout: float) -> T:
+        """:meth:`run` for a coroutine: the event loop is not blocked while ``fn`` runs.
+
+        A call still queued when the deadline passes (or when the awaiting task is
+        cancelled) is cancelled and never runs.
+        """
+        future = self.submit(fn, *args)
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.wrap_future(future)
+        except TimeoutError:
+            if future.done() and not future.cancelled():
+                return future.result()  # finished as the deadline passed
+            if not future.cancelled() and not future.cancel():  # running: it keeps its worker
+                with self._lock:
+                    self._late.add(future)
+                future.add_done_callback(self._forget)
             raise DeadlineExceeded(timeout) from None
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from fak_core.nonblocking import nonblocking
 from fak_core.policy import ArgRule, Policy
 from fak_core.reasons import Reason, ReasonRegistry
 from fak_core.sinks import external_destinations
@@ -80,6 +81,7 @@ def _link_local(host: str) -> bool:
         return False
 
 
+@nonblocking
 class CapabilityFloor:
     """The default-deny monitor over one :class:`Policy`."""
 

@@ -49,6 +49,7 @@ from typing import Any
 
 from fak_core.calls import ToolCall
 from fak_core.events import Event, EventKind
+from fak_core.nonblocking import nonblocking
 from fak_core.reasons import Disposition
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
@@ -179,6 +180,9 @@ class Journal:
         if names.name(JOURNAL_DOWN) != "JOURNAL_DOWN":
             names.register(JOURNAL_DOWN, "JOURNAL_DOWN", Disposition.ESCALATE)
 
+        # Non-blocking for the events a decision emits (DECIDE, DENY: a row is queued for the
+        # writer thread); only DISPATCH, which a syscall emits after deciding, waits.
+        @nonblocking
         def on_event(event: Event) -> None:
             if event.kind is EventKind.DISPATCH and durable_dispatch:
                 self.sync()
@@ -201,6 +205,7 @@ class Journal:
         kernel.subscribe(on_event)
         kernel.add_adjudicator(self.gate, -1000, name="journal")
 
+    @nonblocking
     def gate(self, view: CallView) -> Verdict:
         """DEFER while the journal is healthy; DENY everything once it cannot be written."""
         if self.error is None:

@@ -40,6 +40,7 @@ from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
 from fak_core.ledger import MemoryLedger, TaintLedger
+from fak_core.nonblocking import is_nonblocking
 from fak_core.policy import Policy, default_policy
 from fak_core.preflight import Ladder, Rung
 from fak_core.provenance import Source, SourceRegistry
@@ -281,6 +282,21 @@ class Kernel:
             t: tuple(r.impl for r in regs if r.tools is None or t in r.tools) for t in scoped_tools
         }
         return default, chains
+
+    def decides_without_waiting(self) -> bool:
+        """True when every part :meth:`decide` may run is declared
+        :func:`~fak_core.nonblocking.nonblocking`: each adjudicator (any scope), each
+        preflight rung and the ladder's probe, each subscriber, and the taint ledger.
+        A host that registers an undeclared part makes this False (the gateway then
+        decides on a worker thread under its deadline)."""
+        ladder = self.ladder
+        parts: list[Any] = [r.impl for r in self._adjudicators]
+        parts += ladder.rungs
+        parts += self._subscribers
+        parts.append(self.ledger)
+        if ladder.probe is not None:
+            parts.append(ladder.probe)
+        return all(is_nonblocking(p) for p in parts)
 
     def chain_for(self, tool: str) -> tuple[Adjudicator, ...]:
         """The adjudicators folded for ``tool``, in rank order."""

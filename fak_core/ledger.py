@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from typing import Protocol, runtime_checkable
 
+from fak_core.nonblocking import nonblocking
 from fak_core.taint import Taint
 
 __all__ = ["DEFAULT_LEDGER_LIMIT", "MemoryLedger", "TaintLedger"]
@@ -31,6 +32,7 @@ class TaintLedger(Protocol):
     def __len__(self) -> int: ...
 
 
+@nonblocking
 class MemoryLedger:
     """An LRU-bounded, thread-safe, in-process :class:`TaintLedger`."""
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from fak_core.nonblocking import nonblocking
 from fak_core.reasons import Reason, ReasonRegistry
 from fak_core.schemas import SchemaRegistry
 from fak_core.verdicts import Verdict
@@ -59,6 +60,7 @@ class Rung(Protocol):
     def check(self, view: CallView) -> Catch | None: ...
 
 
+@nonblocking
 class ParseRung:
     """Rung 0: the arguments parse as one JSON object (see :mod:`fak_core.jsonargs`)."""
 
@@ -73,6 +75,7 @@ class ParseRung:
         return None
 
 
+@nonblocking
 class SchemaRung:
     """Rung 1: the arguments satisfy the tool's registered JSON Schema (full Draft 2020-12).
 
@@ -169,6 +172,7 @@ def call_hash(view: CallView) -> str:
     return f"{view.call.tool}:{hashlib.sha256(data).hexdigest()}"
 
 
+@nonblocking
 class Ladder:
     """The preflight adjudicator: runs its rungs cheapest-first and stops at the first catch."""
 
@@ -211,6 +215,11 @@ class Ladder:
     def rungs(self) -> list[Rung]:
         """The rungs in evaluation order; rung number = index in this list."""
         return list(self._rungs)
+
+    @property
+    def probe(self) -> Callable[[int, Rung], None] | None:
+        """The observer set with :meth:`set_probe`, if any."""
+        return self._probe
 
     def set_probe(self, probe: Callable[[int, Rung], None] | None) -> None:
         """Observe every rung evaluation as ``probe(number, rung)`` (for witnesses)."""

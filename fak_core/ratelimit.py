@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fak_core.nonblocking import nonblocking
 from fak_core.reasons import Reason
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
@@ -34,6 +35,7 @@ class RateLimit:
     key: str = "trace"
 
 
+@nonblocking
 class RateLimiter:
     """Fixed-window call budgets, bounded to ``max_keys`` live windows (LRU)."""
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from fak_core.ledger import TaintLedger
+from fak_core.nonblocking import nonblocking
 from fak_core.policy import Policy
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
@@ -217,6 +218,7 @@ def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
     return Sink.NONE
 
 
+@nonblocking
 class SinkGate:
     """The control-plane half of IFC: deny gated sinks on tainted traces."""
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -229,7 +228,7 @@ class AnthropicProxy:
             return await self._stream(body, client_headers, trace, results, headers)
         try:
             upstream_doc = await self.upstream.complete("anthropic", body, client_headers)
-            out = await run_in_threadpool(self._complete_turn, upstream_doc, trace, results)
+            out = await self._complete_turn(upstream_doc, trace, results)
             await state.durable()  # no decision reaches the client before it is journaled
         except JournalError as exc:
             return anthropic_error(503, str(exc), headers)
@@ -238,7 +237,7 @@ class AnthropicProxy:
         return JSONResponse(out, headers=headers)
 
     # ------------------------------------------------------------------ non-streaming
-    def _complete_turn(
+    async def _complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
         if doc.get("type") == "error":
@@ -260,7 +259,7 @@ class AnthropicProxy:
                 )
         if doc.get("stop_reason") == "tool_use" and not proposed:
             raise _fmt("stop_reason is tool_use but no tool_use block was sent")
-        outcome = adjudicate_proposed(self.state, proposed, trace)
+        outcome = await adjudicate_proposed(self.state, proposed, trace)
         verdicts = iter(outcome.adjudications)
         new_content = []
         for block in content:
@@ -432,7 +431,7 @@ class AnthropicProxy:
         final: dict[str, Any] = delta_doc if isinstance(delta_doc, dict) else {}
         if final.get("stop_reason") == "tool_use" and not proposed:
             raise _fmt("stop_reason is tool_use but no tool_use block was streamed")
-        outcome = await run_in_threadpool(adjudicate_proposed, self.state, proposed, trace)
+        outcome = await adjudicate_proposed(self.state, proposed, trace)
         tail: list[bytes] = list(pending)
         for a in outcome.kept:
             i = next_out

@@ -222,7 +222,11 @@ def serve(ns: argparse.Namespace) -> int:
         return 2
     policy_text = describe_policy(state, described or ns.policy)
     print(f"fak serve: listening on {_url(sock)} policy {policy_text}", flush=True)
-    config = uvicorn.Config(app, log_level=ns.log_level, lifespan="on", access_log=False)
+    # proxy_headers off: nothing here reads the client address, and a security gateway
+    # should not rewrite it from X-Forwarded-For because a local process said so.
+    config = uvicorn.Config(
+        app, log_level=ns.log_level, lifespan="on", access_log=False, proxy_headers=False
+    )
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])

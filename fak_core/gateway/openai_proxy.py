@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -208,7 +207,7 @@ class OpenAIProxy:
             return await self._stream(body, client_headers, trace, results, headers)
         try:
             upstream_doc = await self.upstream.complete("openai", body, client_headers)
-            out = await run_in_threadpool(self._complete_turn, upstream_doc, trace, results)
+            out = await self._complete_turn(upstream_doc, trace, results)
             await state.durable()  # no decision reaches the client before it is journaled
         except JournalError as exc:
             return error_response(503, str(exc), code="journal_unavailable", headers=headers)
@@ -217,7 +216,7 @@ class OpenAIProxy:
         return JSONResponse(out, headers=headers)
 
     # ------------------------------------------------------------------ non-streaming
-    def _complete_turn(
+    async def _complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
         choices = doc.get("choices")
@@ -234,7 +233,7 @@ class OpenAIProxy:
             proposed = _proposed_from_message(message, idx)
             if choice.get("finish_reason") == "tool_calls" and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was sent")
-            outcome = adjudicate_proposed(self.state, proposed, trace, idx)
+            outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append(outcome)
             originals = message.get("tool_calls") or []
             kept = []
@@ -343,7 +342,7 @@ class OpenAIProxy:
                 )
             if ch.finish == "tool_calls" and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was streamed")
-            outcome = await run_in_threadpool(adjudicate_proposed, self.state, proposed, trace, idx)
+            outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append((idx, ch, outcome))
         tail: list[bytes] = []
         for idx, ch, outcome in outcomes:

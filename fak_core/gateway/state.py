@@ -8,11 +8,15 @@ With a decision journal, every surface awaits :meth:`GatewayState.durable` (or
 :meth:`GatewayState.recorded`) before it answers, so no caller is told of a decision
 that is not committed.
 
-Every decision runs under a deadline (``decide_timeout`` seconds, default 5): the kernel
-decides in a small pool of worker threads, and a decision that is late is answered with
-DENY/DEFAULT_DENY ("adjudication timed out after Ns"), a verdict like any other. A late
-adjudicator cannot be killed; it keeps its worker until it returns (``stuck_decisions``)
-and its verdict is dropped; a syscall whose decision was late never runs its tool.
+Every decision that could wait runs under a deadline (``decide_timeout`` seconds, default
+5): the kernel decides in a small pool of worker threads, and a decision that is late is
+answered with DENY/DEFAULT_DENY ("adjudication timed out after Ns"), a verdict like any
+other. A late adjudicator cannot be killed; it keeps its worker until it returns
+(``stuck_decisions``) and its verdict is dropped; a syscall whose decision was late never
+runs its tool. A decision that cannot wait, because every part of it is declared
+:func:`~fak_core.nonblocking.nonblocking` (the kernel's built-in chain is), on arguments
+of at most ``INLINE_ARGS_BYTES``, is decided inline instead: it cannot hang, and a thread
+hop each way would cost more than the decision.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "DEFAULT_DECIDE_TIMEOUT",
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_TOOL_CALLS",
+    "INLINE_ARGS_BYTES",
     "GatewayState",
     "WireError",
     "raw_arguments",
@@ -50,6 +55,8 @@ DEFAULT_MAX_BODY = 4 << 20
 DEFAULT_DECIDE_TIMEOUT = 5.0
 DEFAULT_MAX_TOOL_CALLS = 64
 DECIDE_WORKERS = 16
+#: Arguments up to this size are decided inline when the kernel cannot wait (see ``_inline``).
+INLINE_ARGS_BYTES = 64 << 10
 _JSON_WS = " \t\r\n"
 
 
@@ -189,13 +196,33 @@ class GatewayState:
         k = self.kernel
         return render_verdict(verdict, k.kinds, k.reasons, result_meta)
 
+    def _inline(self, call: ToolCall) -> bool:
+        """Decide on the calling thread: no deadline is set, or nothing in the decision can
+        wait (every part declared non-blocking) and the arguments are small enough that
+        parsing and validating them is a matter of microseconds."""
+        if self.decide_timeout is None:
+            return True
+        return len(call.args) <= INLINE_ARGS_BYTES and self.kernel.decides_without_waiting()
+
     def decide(self, call: ToolCall) -> Verdict:
         """The kernel's verdict on ``call``, or DENY/DEFAULT_DENY when it is late."""
         timeout = self.decide_timeout
-        if timeout is None:
+        if timeout is None or self._inline(call):
             return self.kernel.decide(call)
         try:
             return self._deciders.run(self.kernel.decide, call, timeout=timeout)
+        except DeadlineExceeded:
+            return self._late(call)
+
+    async def decide_async(self, call: ToolCall) -> Verdict:
+        """:meth:`decide` from a coroutine. A decision that cannot wait runs inline; any
+        other runs on a decision worker (one hop) while the event loop goes on, and late
+        is DENY/DEFAULT_DENY, as in :meth:`decide`."""
+        timeout = self.decide_timeout
+        if timeout is None or self._inline(call):
+            return self.kernel.decide(call)
+        try:
+            return await self._deciders.arun(self.kernel.decide, call, timeout=timeout)
         except DeadlineExceeded:
             return self._late(call)
 

@@ -140,7 +140,7 @@ def _malformed(state: GatewayState, claim: str) -> dict[str, Any]:
     return state.render(Verdict.deny(Reason.MALFORMED, BY, claim=claim))
 
 
-def adjudicate_one(
+async def adjudicate_one(
     state: GatewayState, proposed: ProposedCall, trace_id: str, choice: int = 0
 ) -> Adjudication:
     """Decide one proposed call through the seam; only ALLOW and TRANSFORM are admitted."""
@@ -148,8 +148,9 @@ def adjudicate_one(
     try:
         call = state.build_call(proposed.name, proposed.arguments, trace_id)
     except WireError as exc:
-        return Adjudication(proposed, _malformed(state, exc.message), False, digest=digest)
-    verdict = state.decide(call)
+        wire = _malformed(state, exc.message)
+        return Adjudication(proposed, wire, False, digest=digest, choice=choice)
+    verdict = await state.decide_async(call)
     wire = state.render(verdict)
     if verdict.kind == VerdictKind.ALLOW:
         return Adjudication(proposed, wire, True, str(call.args), digest, choice=choice)
@@ -185,13 +186,16 @@ def over_limit(
     return Adjudication(proposed, verdict, False, digest=digest, choice=choice)
 
 
-def adjudicate_proposed(
+async def adjudicate_proposed(
     state: GatewayState, calls: list[ProposedCall], trace_id: str, choice: int = 0
 ) -> TurnOutcome:
-    """Adjudicate the proposed calls in order, up to ``state.max_tool_calls``; refuse the rest."""
+    """Adjudicate the proposed calls in order, up to ``state.max_tool_calls``; refuse the rest.
+
+    Each decision runs on a decision worker under the state's deadline while the event
+    loop serves other requests (:meth:`GatewayState.decide_async`)."""
     limit = state.max_tool_calls
     total = len(calls)
-    out = [adjudicate_one(state, c, trace_id, choice) for c in calls[:limit]]
+    out = [await adjudicate_one(state, c, trace_id, choice) for c in calls[:limit]]
     for position in range(limit + 1, total + 1):
         out.append(over_limit(state, calls[position - 1], position, total, choice))
     return TurnOutcome(out)

@@ -1,23 +1,28 @@
 """The model upstream a proxy route forwards to: where it is, how to reach it, what it speaks.
 
 :class:`UpstreamConfig` names the upstream (base URL, an optional pinned key, a timeout,
-the wires it speaks, an optional in-process transport). :class:`Upstream` owns the
-``httpx.AsyncClient`` and turns every transport or HTTP failure into an
-:class:`UpstreamError` carrying the status the gateway answers with (502, 503 or 504,
-or the upstream's own 4xx), so a route never passes a failed upstream turn through.
+the wires it speaks, an optional ``httpx`` transport). :class:`Upstream` sends each turn
+through that transport (by default :func:`default_transport`) and turns every transport or
+HTTP failure into an :class:`UpstreamError` carrying the status the gateway answers with
+(502, 503 or 504, or the upstream's own 4xx), so a route never passes a failed upstream
+turn through.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import urllib.request
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import aiohttp
 import httpx
 import orjson
+from httpx_aiohttp import AiohttpTransport
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -26,6 +31,9 @@ __all__ = [
     "UpstreamConfig",
     "UpstreamError",
     "Wire",
+    "default_transport",
+    "env_proxy",
+    "transport_error",
     "upstream_error_message",
 ]
 
@@ -125,46 +133,99 @@ def _status_error(status: int, body: bytes) -> UpstreamError:
     )
 
 
-def transport_error(exc: Exception) -> UpstreamError:
-    """Map an ``httpx`` failure onto the gateway's answer."""
-    if isinstance(exc, httpx.TimeoutException):
+def transport_error(exc: BaseException) -> UpstreamError:
+    """Map a transport failure onto the gateway's answer: 504 for a timeout, else 502."""
+    cause = exc.__cause__
+    # httpx-aiohttp reports every aiohttp connection error as ConnectTimeout; only a cause
+    # that is a timeout is one. Refused or reset connections are 502s.
+    if (
+        isinstance(exc, httpx.ConnectTimeout)
+        and cause is not None
+        and not isinstance(cause, TimeoutError)
+    ):
+        return _connection_error(cause)
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
         return UpstreamError(504, f"upstream timed out: {type(exc).__name__}", "upstream_timeout")
     if isinstance(exc, httpx.ConnectError):
         return UpstreamError(502, f"upstream unreachable: {exc}", "upstream_unreachable")
-    if isinstance(exc, httpx.HTTPError):
-        return UpstreamError(
-            502, f"upstream connection failed: {type(exc).__name__}: {exc}", "upstream_error"
+    return _connection_error(exc)
+
+
+def _connection_error(exc: BaseException) -> UpstreamError:
+    if isinstance(exc, ConnectionRefusedError | aiohttp.ClientConnectorError):
+        return UpstreamError(502, f"upstream unreachable: {exc}", "upstream_unreachable")
+    return UpstreamError(
+        502, f"upstream connection failed: {type(exc).__name__}: {exc}", "upstream_error"
+    )
+
+
+def env_proxy(url: httpx.URL) -> httpx.Proxy | None:
+    """The proxy ``HTTP_PROXY`` / ``HTTPS_PROXY`` name for ``url``, unless ``NO_PROXY``
+    exempts its host (read once per upstream, not once per request)."""
+    proxies = urllib.request.getproxies_environment()
+    if not proxies or (url.host and urllib.request.proxy_bypass(url.host)):
+        return None
+    value = proxies.get(url.scheme)
+    return httpx.Proxy(value) if value else None
+
+
+def default_transport(url: httpx.URL | None = None) -> httpx.AsyncBaseTransport:
+    """The transport an upstream uses unless its config names one: ``httpx-aiohttp``'s
+    :class:`~httpx_aiohttp.AiohttpTransport` (aiohttp's HTTP/1.1 client behind httpx's
+    transport interface, the one the official OpenAI SDK offers for speed), with httpx's
+    certificate store, and the environment's proxy for ``url`` (:func:`env_proxy`). On
+    loopback it spends about half of what httpx's own transport does per turn
+    (``benchmarks/proxy.py``). Create it on the event loop that will use it."""
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
+    ssl_context = httpx.create_ssl_context()
+
+    def session() -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(
+            ssl=ssl_context, limit=100, keepalive_timeout=limits.keepalive_expiry
         )
-    return UpstreamError(502, f"upstream failure: {type(exc).__name__}: {exc}", "upstream_error")
+        # No cookie jar: a cookie one client's turn set must never ride on another's.
+        # trust_env stays off: aiohttp would read the environment and ~/.netrc on a worker
+        # thread for every request; the proxy is resolved once instead.
+        return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
+
+    proxy = env_proxy(url) if url is not None else None
+    return AiohttpTransport(limits=limits, proxy=proxy, client=session)
 
 
 class Upstream:
-    """One configured upstream; an ``httpx.AsyncClient`` per event loop, reused."""
+    """One configured upstream: the configured transport, else :func:`default_transport`
+    (one per event loop, reused).
+
+    Requests go straight to the transport, not through an ``httpx.AsyncClient``: a proxy
+    must not keep the cookies one client's turn set and send them on another's, and
+    nothing else a client layer adds (auth flows, redirects, hooks) applies here.
+    """
 
     def __init__(self, config: UpstreamConfig) -> None:
         self.config = config
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
-        self._clients = weakref.WeakKeyDictionary()
+        base = config.base_url.rstrip("/")
+        self._urls = {wire: httpx.URL(base + path) for wire, path in _PATHS.items()}
+        self._timeout = httpx.Timeout(config.timeout).as_dict()
+        self._transports: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, httpx.AsyncBaseTransport
+        ] = weakref.WeakKeyDictionary()
 
-    def client(self) -> httpx.AsyncClient:
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """The configured transport, else this event loop's default one."""
+        if self.config.transport is not None:
+            return self.config.transport
         loop = asyncio.get_running_loop()
-        c = self._clients.get(loop)
-        if c is None or c.is_closed:
-            c = httpx.AsyncClient(
-                base_url=self.config.base_url.rstrip("/"),
-                timeout=httpx.Timeout(self.config.timeout),
-                transport=self.config.transport,
-                follow_redirects=False,
-            )
-            self._clients[loop] = c
-        return c
+        t = self._transports.get(loop)
+        if t is None:
+            t = self._transports[loop] = default_transport(self._urls["openai"])
+        return t
 
     async def aclose(self) -> None:
-        """Close the client of the running loop (others close with their loop)."""
-        loop = asyncio.get_running_loop()
-        c = self._clients.pop(loop, None)
-        if c is not None:
-            await c.aclose()
+        """Close the default transport of the running loop (others close with their loop;
+        a transport passed in the config belongs to the caller, who closes it)."""
+        t = self._transports.pop(asyncio.get_running_loop(), None)
+        if t is not None:
+            await t.aclose()
 
     def headers(self, wire: Wire, client_headers: Mapping[str, str]) -> dict[str, str]:
         """The headers sent upstream: the credential (pinned or the client's) and relays."""
@@ -190,20 +251,36 @@ class Upstream:
                     out["authorization"] = client_headers["authorization"]
         return out
 
+    async def _send(self, wire: Wire, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        request = httpx.Request(
+            "POST",
+            self._urls[wire],
+            headers=headers,
+            content=body,
+            extensions={"timeout": self._timeout},
+        )
+        try:
+            response = await self.transport().handle_async_request(request)
+        except Exception as exc:  # any transport failure is the upstream's, answered 5xx
+            raise transport_error(exc) from exc
+        response.request = request
+        return response
+
     async def complete(
         self, wire: Wire, body: bytes, client_headers: Mapping[str, str]
     ) -> dict[str, Any]:
         """POST a non-streaming turn; the decoded JSON object, or :class:`UpstreamError`."""
+        resp = await self._send(wire, body, self.headers(wire, client_headers))
         try:
-            resp = await self.client().post(
-                _PATHS[wire], content=body, headers=self.headers(wire, client_headers)
-            )
-        except httpx.HTTPError as exc:
+            content = await resp.aread()
+        except Exception as exc:
             raise transport_error(exc) from exc
+        finally:
+            await _close(resp)
         if resp.status_code >= 400:
-            raise _status_error(resp.status_code, resp.content)
+            raise _status_error(resp.status_code, content)
         try:
-            doc = orjson.loads(resp.content)
+            doc = orjson.loads(content)
         except orjson.JSONDecodeError as exc:
             raise UpstreamError(
                 502, f"upstream returned a body that is not JSON: {exc}", "upstream_malformed"
@@ -219,22 +296,13 @@ class Upstream:
         self, wire: Wire, body: bytes, client_headers: Mapping[str, str]
     ) -> AsyncIterator[httpx.Response]:
         """POST a streaming turn; yields the open response once it is a 2xx event stream."""
-        client = self.client()
-        req = client.build_request(
-            "POST",
-            _PATHS[wire],
-            content=body,
-            headers={**self.headers(wire, client_headers), "accept": "text/event-stream"},
-        )
-        try:
-            resp = await client.send(req, stream=True)
-        except httpx.HTTPError as exc:
-            raise transport_error(exc) from exc
+        headers = {**self.headers(wire, client_headers), "accept": "text/event-stream"}
+        resp = await self._send(wire, body, headers)
         try:
             if resp.status_code >= 400:
                 try:
                     content = await resp.aread()
-                except httpx.HTTPError as exc:
+                except Exception as exc:
                     raise transport_error(exc) from exc
                 raise _status_error(resp.status_code, content)
             ctype = resp.headers.get("content-type", "").partition(";")[0].strip()
@@ -247,4 +315,10 @@ class Upstream:
                 )
             yield resp
         finally:
-            await resp.aclose()
+            await _close(resp)
+
+
+async def _close(resp: httpx.Response) -> None:
+    """Release the response's connection; a failure to close loses nothing we still need."""
+    with contextlib.suppress(Exception):
+        await resp.aclose()

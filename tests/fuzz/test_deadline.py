@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -138,3 +139,59 @@ def test_no_timeout_runs_the_tool_inline() -> None:
 def test_tool_timeout_must_be_a_positive_finite_number(bad: float) -> None:
     with pytest.raises(ValueError, match="positive"):
         Kernel(tool_timeout=bad)
+
+
+def test_arun_awaits_values_and_reraises_errors() -> None:
+    pool = DeadlinePool(2, "t")
+
+    async def main() -> None:
+        assert await pool.arun(lambda x: x * 2, 21, timeout=5) == 42
+
+        def boom() -> None:
+            raise KeyError("k")
+
+        with pytest.raises(KeyError):
+            await pool.arun(boom, timeout=5)
+
+    try:
+        asyncio.run(main())
+        assert pool.stuck == 0
+    finally:
+        pool.close()
+
+
+def test_arun_late_call_is_stuck_and_the_loop_keeps_running(release: threading.Event) -> None:
+    pool = DeadlinePool(1, "t")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    ran = threading.Event()
+
+    async def main() -> None:
+        task = asyncio.create_task(ticker())
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded, match=r"0\.2s"):
+            await pool.arun(release.wait, timeout=SHORT)
+        assert time.monotonic() - started < 2
+        assert pool.stuck == 1
+        # the only worker is stuck: a queued call misses its deadline and never starts
+        with pytest.raises(DeadlineExceeded):
+            await pool.arun(ran.set, timeout=SHORT)
+        task.cancel()
+        assert not ran.is_set()
+
+    try:
+        asyncio.run(main())
+        assert ticks >= 10  # the event loop was not blocked while the calls waited
+        release.set()
+        wait_until(lambda: pool.stuck == 0)
+        time.sleep(0.05)
+        assert not ran.is_set()  # the cancelled call did not run once the worker was free
+        assert pool.threads == 1
+    finally:
+        pool.close()

@@ -4,6 +4,7 @@ an event the test sets at the end, so no thread outlives its test."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -15,10 +16,10 @@ import pytest
 from mcp import Client
 from starlette.testclient import TestClient
 
-from fak_core import Kernel, Verdict, parse_policy
+from fak_core import Kernel, Verdict, nonblocking, parse_policy
 from fak_core.gateway.app import create_app
 from fak_core.gateway.mcp_server import build_mcp_server
-from fak_core.gateway.state import GatewayState
+from fak_core.gateway.state import INLINE_ARGS_BYTES, GatewayState
 from fak_core.view import CallView
 
 SHORT = 0.2
@@ -218,3 +219,50 @@ def test_a_late_decision_is_journaled_as_the_deny_the_caller_got(
         assert rows[0] == ("late-1", "DENY", "gateway")
     finally:
         journal.close()
+
+
+def test_a_decision_that_cannot_wait_is_inline_and_large_arguments_take_the_pool() -> None:
+    policy = parse_policy({"version": "fak-policy/v1", "allow": ["echo"]})
+    seen: list[str] = []
+
+    @nonblocking
+    def where(view: CallView) -> Verdict:
+        seen.append(threading.current_thread().name)
+        return Verdict.defer("where")
+
+    kernel = Kernel(policy)
+    kernel.add_adjudicator(where, 50)
+    state = GatewayState(kernel)  # the default deadline is set
+    try:
+        small = state.build_call("echo", {"n": 1}, "t")
+        large = state.build_call("echo", {"blob": "x" * (INLINE_ARGS_BYTES + 1)}, "t")
+        assert state.decide(small).kind.name == "ALLOW"
+        assert asyncio.run(state.decide_async(small)).kind.name == "ALLOW"
+        assert state.decide(large).kind.name == "ALLOW"
+        assert asyncio.run(state.decide_async(large)).kind.name == "ALLOW"
+        here = threading.current_thread().name
+        assert seen[:2] == [here, here]  # inline: no worker thread was involved
+        assert all(name.startswith("fak-decide-") for name in seen[2:])
+        assert len(seen) == 4
+    finally:
+        state.close()
+
+
+def test_an_undeclared_adjudicator_is_decided_under_the_deadline_from_a_coroutine(
+    hangs: Hangs,
+) -> None:
+    kernel = Kernel(parse_policy({"version": "fak-policy/v1", "allow": ["slow"]}))
+    kernel.add_adjudicator(hangs.adjudicate, 50, tools=["slow"])
+    state = GatewayState(kernel, decide_timeout=SHORT)
+    try:
+        started = time.monotonic()
+        verdict = asyncio.run(state.decide_async(state.build_call("slow", {}, "t")))
+        assert time.monotonic() - started < 5
+        assert_late_deny(state.render(verdict))
+        assert state.decide_timeouts == 1
+        assert state.stuck_decisions == 1
+        hangs.release.set()
+        wait_until(lambda: state.stuck_decisions == 0)
+    finally:
+        hangs.release.set()
+        state.close()

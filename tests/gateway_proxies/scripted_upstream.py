@@ -40,6 +40,8 @@ class Script:
     delay: float = 0.0
     #: for stream faults: emit the text before failing (the client has bytes already)
     text_first: bool = True
+    #: a ``Set-Cookie`` the upstream sends with its (non-streaming OpenAI) answer
+    cookie: str | None = None
 
 
 @dataclass
@@ -115,7 +117,7 @@ class ScriptedUpstream:
             message: dict[str, Any] = {"role": "assistant", "content": s.text or None}
             if calls:
                 message["tool_calls"] = calls
-            return JSONResponse(
+            resp = JSONResponse(
                 {
                     "id": "chatcmpl-up",
                     "object": "chat.completion",
@@ -125,6 +127,9 @@ class ScriptedUpstream:
                     "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
                 }
             )
+            if s.cookie:
+                resp.headers.append("set-cookie", f"{s.cookie}; Path=/")
+            return resp
         return StreamingResponse(
             self._openai_frames(doc, calls, finish), media_type="text/event-stream"
         )

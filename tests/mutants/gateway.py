@@ -67,10 +67,10 @@ def default_keeps() -> Any:
     """The default branch of ``adjudicate_one`` keeps the call (fail open): everything the
     kernel did not refuse as unbuildable survives, arguments unrepaired."""
 
-    def adjudicate_one(
+    async def adjudicate_one(
         state: GatewayState, proposed: ProposedCall, trace_id: str, choice: int = 0
     ) -> Adjudication:
-        adj = _real_adjudicate_one(state, proposed, trace_id, choice)
+        adj = await _real_adjudicate_one(state, proposed, trace_id, choice)
         if adj.admitted or not isinstance(proposed.name, str):
             return adj
         args = proposed.arguments
