@@ -124,7 +124,7 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)
-                body = await anyio.to_thread.run_sync(state.adjudicate, call)
+                body = await state.adjudicate_async(call)
                 return _result(await state.recorded(body))
             if name == "fak_syscall":
                 call = parse_call(doc).build(state, header_trace)

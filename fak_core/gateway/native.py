@@ -90,8 +90,8 @@ def native_routes(
     async def adjudicate(request: Request) -> Response:
         req = parse_call(await _body(request), request.headers.get(PRINCIPAL_HEADER))
         call = req.build(state, request.headers.get("x-trace-id"))
-        # Deciding may block up to the decision deadline; keep the event loop free.
-        return _traced(await state.recorded(await run_in_threadpool(state.adjudicate, call)))
+        # A decision that may wait runs on a decision worker; the event loop stays free.
+        return _traced(await state.recorded(await state.adjudicate_async(call)))
 
     @_wire_errors
     async def syscall(request: Request) -> Response:

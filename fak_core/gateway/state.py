@@ -238,7 +238,13 @@ class GatewayState:
 
     def adjudicate(self, call: ToolCall) -> dict[str, Any]:
         """Decide only: ``{"verdict", "repaired_arguments"?, "trace_id"}``."""
-        v = self.decide(call)
+        return self._adjudication(call, self.decide(call))
+
+    async def adjudicate_async(self, call: ToolCall) -> dict[str, Any]:
+        """:meth:`adjudicate` from a coroutine (the decision as in :meth:`decide_async`)."""
+        return self._adjudication(call, await self.decide_async(call))
+
+    def _adjudication(self, call: ToolCall, v: Verdict) -> dict[str, Any]:
         out: dict[str, Any] = {"verdict": self.render(v), "trace_id": call.trace_id}
         if v.kind == VerdictKind.TRANSFORM and v.repaired_args is not None:
             out["repaired_arguments"] = v.repaired_args

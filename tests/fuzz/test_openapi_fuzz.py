@@ -136,6 +136,9 @@ class AllowsEverything(GatewayState):
     def decide(self, call: Any) -> Verdict:
         return Verdict.allow("broken")
 
+    async def decide_async(self, call: Any) -> Verdict:
+        return Verdict.allow("broken")
+
 
 def test_the_fuzzer_catches_a_gateway_that_allows_malformed_calls() -> None:
     """The witness must be able to fail: against a seam that allows everything, the

@@ -332,7 +332,9 @@ def test_exception_in_any_handler_is_a_clean_500(state: GatewayState) -> None:
 
 
 class ExplodingState(GatewayState):
-    def adjudicate(self, call: Any) -> dict[str, Any]:
+    """A seam that fails while deciding, on the path the native routes take."""
+
+    async def decide_async(self, call: Any) -> Any:
         raise RuntimeError("seam failure")
 
 

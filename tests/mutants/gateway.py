@@ -7,8 +7,9 @@ servers running in other threads of this process).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from unittest import mock
 
@@ -28,6 +29,7 @@ __all__: list[str] = []
 _state_module = importlib.import_module("fak_core.gateway.state")
 _real_render_verdict = _state_module.render_verdict
 _real_adjudicate = GatewayState.adjudicate
+_real_adjudicate_async = GatewayState.adjudicate_async
 _real_syscall = GatewayState.syscall
 _real_adjudicate_one = turn.adjudicate_one
 _real_call_tool = McpProxy.call_tool
@@ -44,7 +46,20 @@ def wire_decides() -> Any:
             return {"verdict": {"kind": "ALLOW", "by": "gateway"}, "trace_id": call.trace_id}
         return _real_adjudicate(self, call)
 
-    return mock.patch.object(GatewayState, "adjudicate", adjudicate)
+    async def adjudicate_async(self: GatewayState, call: ToolCall) -> dict[str, Any]:
+        if call.tool in self.kernel.policy.allow:
+            return {"verdict": {"kind": "ALLOW", "by": "gateway"}, "trace_id": call.trace_id}
+        return await _real_adjudicate_async(self, call)
+
+    @contextlib.contextmanager
+    def both() -> Iterator[None]:
+        with (
+            mock.patch.object(GatewayState, "adjudicate", adjudicate),
+            mock.patch.object(GatewayState, "adjudicate_async", adjudicate_async),
+        ):
+            yield
+
+    return both()
 
 
 @mutant("D10.1/render-drift")
