@@ -23,6 +23,7 @@ from fak_core.gateway.proxy_io import (
     decode_json_object,
     durable_stream,
     event_json,
+    json_response,
     read_body,
     sse_event,
     upstream_events,
@@ -234,7 +235,7 @@ class AnthropicProxy:
             return anthropic_error(503, str(exc), headers)
         except UpstreamError as exc:
             return anthropic_error(exc.status, exc.message, headers)
-        return JSONResponse(out, headers=headers)
+        return json_response(out, headers)
 
     # ------------------------------------------------------------------ non-streaming
     async def _complete_turn(

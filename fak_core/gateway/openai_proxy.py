@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from fak_core.gateway.errors import error_body, error_response
 from fak_core.gateway.proxy_io import (
@@ -25,6 +25,7 @@ from fak_core.gateway.proxy_io import (
     decode_json_object,
     durable_stream,
     event_json,
+    json_response,
     read_body,
     sse_data,
     upstream_events,
@@ -213,7 +214,7 @@ class OpenAIProxy:
             return error_response(503, str(exc), code="journal_unavailable", headers=headers)
         except UpstreamError as exc:
             return error_response(exc.status, exc.message, code=exc.code, headers=headers)
-        return JSONResponse(out, headers=headers)
+        return json_response(out, headers)
 
     # ------------------------------------------------------------------ non-streaming
     async def _complete_turn(

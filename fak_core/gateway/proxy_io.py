@@ -14,6 +14,7 @@ import httpx
 import orjson
 from httpx_sse import EventSource, ServerSentEvent
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.upstream import UpstreamError, transport_error
@@ -23,6 +24,7 @@ __all__ = [
     "BodyTooLarge",
     "decode_json_object",
     "durable_stream",
+    "json_response",
     "read_body",
     "sse_data",
     "sse_event",
@@ -64,6 +66,16 @@ def decode_json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ValueError(f"request body must be a JSON object, not {type(doc).__name__}")
     return doc
+
+
+def json_response(doc: dict[str, Any], headers: dict[str, str]) -> Response:
+    """A 200 JSON response written by orjson; Starlette's encoder for what orjson refuses
+    (an integer over 64 bits from an upstream, say), so no answer is lost to the encoder."""
+    try:
+        body = orjson.dumps(doc)
+    except TypeError:
+        return JSONResponse(doc, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 def sse_data(payload: Any) -> bytes:
