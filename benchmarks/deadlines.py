@@ -1,7 +1,9 @@
 """What the deadlines cost, measured in one run: each figure with and without its deadline.
 
-- decision: ``GatewayState.decide`` inline (``decide_timeout=None``) against under the
-  default deadline (the kernel decides on a worker thread of the decision pool);
+- decision: ``GatewayState.decide`` with no deadline (``decide_timeout=None``) against the
+  default deadline, for the built-in kernel (every part declared non-blocking, so it still
+  decides inline) and for a kernel with one undeclared adjudicator (a DEFER that does
+  nothing; under the deadline it decides on a worker thread of the decision pool);
 - HTTP: ``POST /v1/fak/adjudicate`` over loopback with each setting;
 - tool: ``Kernel.syscall`` of a trivial tool inline against under ``tool_timeout``.
 
@@ -16,7 +18,7 @@ import argparse
 import httpx
 from gateway import CALL, Figures, _Server, _timed  # benchmarks/gateway.py, beside this script
 
-from fak_core import Kernel, ToolCall, parse_policy
+from fak_core import Kernel, ToolCall, Verdict, parse_policy
 from fak_core.gateway.state import DEFAULT_DECIDE_TIMEOUT, GatewayState
 
 
@@ -54,31 +56,58 @@ def ratio(name: str, base: Figures, bounded: Figures) -> str:
     return f"{name:<34} {d / b:.2f}x  (+{d - b:.1f} us p50)"
 
 
+def undeclared_kernel() -> Kernel:
+    """The built-in kernel plus one adjudicator that is not declared non-blocking."""
+    kernel = Kernel()
+    kernel.add_adjudicator(lambda view: Verdict.defer("bench"), 50, name="undeclared")
+    return kernel
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--requests", type=int, default=3000, help="per HTTP section")
     parser.add_argument("--time-cap", type=float, default=15.0, help="seconds per section")
     ns = parser.parse_args()
     n, cap = ns.requests, ns.time_cap
-    kernel = Kernel()
-    inline = GatewayState(kernel, decide_timeout=None)
-    bounded = GatewayState(kernel)
     deadline = f"decide_timeout={DEFAULT_DECIDE_TIMEOUT:g}s"
-    rows = [
-        (bench_decide(inline, "inline", n * 10, cap), bench_decide(bounded, deadline, n * 10, cap)),
-        (bench_http(inline, "inline", n, cap), bench_http(bounded, deadline, n, cap)),
-        (bench_tool(None, n * 10, cap), bench_tool(5.0, n * 10, cap)),
+    builtin, undeclared = Kernel(), undeclared_kernel()
+    states = [
+        GatewayState(builtin, decide_timeout=None),
+        GatewayState(builtin),
+        GatewayState(undeclared, decide_timeout=None),
+        GatewayState(undeclared),
     ]
-    for base, with_deadline in rows:
+    b0, b1, u0, u1 = states
+    rows = [
+        (
+            "built-in: deadline / none",
+            bench_decide(b0, "built-in, none", n * 10, cap),
+            bench_decide(b1, f"built-in, {deadline}", n * 10, cap),
+        ),
+        (
+            "undeclared: deadline / none",
+            bench_decide(u0, "undeclared, none", n * 10, cap),
+            bench_decide(u1, f"undeclared, {deadline}", n * 10, cap),
+        ),
+        (
+            "HTTP built-in: deadline / none",
+            bench_http(b0, "built-in, none", n, cap),
+            bench_http(b1, f"built-in, {deadline}", n, cap),
+        ),
+        (
+            "HTTP undeclared: deadline / none",
+            bench_http(u0, "undeclared, none", n, cap),
+            bench_http(u1, f"undeclared, {deadline}", n, cap),
+        ),
+        ("tool deadline / inline", bench_tool(None, n * 10, cap), bench_tool(5.0, n * 10, cap)),
+    ]
+    for _, base, with_deadline in rows:
         print(base.line())
         print(with_deadline.line())
-    for name, (base, with_deadline) in zip(
-        ("decision deadline / inline", "HTTP with / without deadline", "tool deadline / inline"),
-        rows,
-        strict=True,
-    ):
+    for name, base, with_deadline in rows:
         print(ratio(name, base, with_deadline))
-    bounded.close()
+    for state in states:
+        state.close()
 
 
 if __name__ == "__main__":
