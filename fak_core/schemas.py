@@ -4,6 +4,11 @@ A schema is checked against its metaschema with ``jsonschema`` (Draft 2020-12 un
 schema names another draft), so an invalid schema is an error at registration, never at
 call time. It is then compiled with ``jsonschema-rs``, the fast validator rung 1 uses.
 Formats are annotations (the 2020-12 default) in both; remote ``$ref`` is never fetched.
+
+One exception: jsonschema-rs decides ``multipleOf`` in floating point, so it takes
+141668294859277408 (as a JSON number with an exponent) for a multiple of 5. A schema that
+uses ``multipleOf`` anywhere is validated by ``jsonschema`` itself, which divides exactly;
+such tools pay Python validation speed on rung 1 (the differential test found this).
 """
 
 from __future__ import annotations
@@ -15,31 +20,56 @@ import jsonschema
 import jsonschema_rs
 from jsonschema.exceptions import SchemaError
 
-__all__ = ["CompiledSchema", "InvalidSchemaError", "SchemaRegistry", "compile_schema"]
+__all__ = [
+    "INEXACT_KEYWORDS",
+    "CompiledSchema",
+    "InvalidSchemaError",
+    "SchemaRegistry",
+    "compile_schema",
+]
 
 
 class InvalidSchemaError(ValueError):
     """A tool schema that is not a valid JSON Schema; the message says where and why."""
 
 
+#: Keywords jsonschema-rs gets wrong at the edges; a schema using one is validated exactly.
+INEXACT_KEYWORDS = frozenset({"multipleOf"})
+
+
+def _uses(doc: Any, keywords: frozenset[str]) -> bool:
+    if isinstance(doc, dict):
+        return any(k in keywords or _uses(v, keywords) for k, v in doc.items())
+    if isinstance(doc, list):
+        return any(_uses(v, keywords) for v in doc)
+    return False
+
+
+def _path(parts: Any) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
 class CompiledSchema:
-    """One tool's schema: the source document and its compiled fast validator."""
+    """One tool's schema: the source document and the validator rung 1 runs (the compiled
+    fast one, or ``jsonschema``'s when the schema uses an :data:`INEXACT_KEYWORDS` one)."""
 
-    __slots__ = ("_fast", "is_valid", "schema")
+    __slots__ = ("_exact", "_fast", "is_valid", "schema")
 
-    def __init__(self, schema: Mapping[str, Any] | bool, fast: Any) -> None:
+    def __init__(self, schema: Mapping[str, Any] | bool, fast: Any, exact: Any = None) -> None:
         self.schema = schema
         self._fast = fast
-        self.is_valid = fast.is_valid
+        self._exact = exact
+        self.is_valid = exact.is_valid if exact is not None else fast.is_valid
 
     def first_error(self, instance: Any) -> str:
         """A short, fixable description of the first violation: JSON path and keyword."""
+        if self._exact is not None:
+            for error in self._exact.iter_errors(instance):
+                return f"{_path(error.absolute_path)}: {error.validator}: {error.message}"
+            return "$: schema: instance is not valid"
         for err in self._fast.iter_errors(instance):
-            path = "$" + "".join(
-                f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.instance_path
-            )
             keyword = err.schema_path[-1] if err.schema_path else "schema"
-            return f"{path}: {keyword}: {err.message}"
+            return f"{_path(err.instance_path)}: {keyword}: {err.message}"
         return "$: schema: instance is not valid"
 
 
@@ -64,7 +94,8 @@ def compile_schema(schema: Mapping[str, Any] | bool, tool: str = "") -> Compiled
             fast = jsonschema_rs.Draft202012Validator(doc, validate_formats=False)
     except (ValueError, jsonschema_rs.ReferencingError) as exc:
         raise InvalidSchemaError(f"{label} cannot be compiled: {exc}") from None
-    return CompiledSchema(doc, fast)
+    exact = cls(doc) if _uses(doc, INEXACT_KEYWORDS) else None
+    return CompiledSchema(doc, fast, exact)
 
 
 class SchemaRegistry:

@@ -10,36 +10,30 @@ adjudicated. Errors use Anthropic's own shape, ``{"type":"error","error":{type,m
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from fak_core.gateway.proxy_io import (
-    BodyTooLarge,
-    decode_json_object,
     durable_stream,
     event_json,
-    json_response,
-    read_body,
     sse_event,
     upstream_events,
 )
-from fak_core.gateway.state import GatewayState, WireError
+from fak_core.gateway.state import WireError
 from fak_core.gateway.turn import (
     Adjudication,
     InboundResult,
     ProposedCall,
     TurnOutcome,
     adjudicate_proposed,
-    admit_inbound,
     refusal_summary,
 )
-from fak_core.gateway.upstream import Upstream, UpstreamError
-from fak_core.journal import JournalError
+from fak_core.gateway.upstream import UpstreamError
+from fak_core.gateway.wire_proxy import WireProxy
 
 __all__ = ["AnthropicProxy", "anthropic_error", "anthropic_error_type", "validate_messages_request"]
 
@@ -193,52 +187,35 @@ class _HeldTool:
         return _tool_input(self.start_input if self.start_input is not None else {})
 
 
-class AnthropicProxy:
+class AnthropicProxy(WireProxy):
     """The messages route bound to one gateway state and one upstream."""
 
-    def __init__(self, state: GatewayState, upstream: Upstream) -> None:
-        self.state = state
-        self.upstream = upstream
+    wire = "anthropic"
+    wire_name = "Anthropic"
+    other_route = "/v1/chat/completions"
 
-    async def handle(self, request: Request) -> Response:
-        state = self.state
-        try:
-            raw = await read_body(request, state.max_body)
-        except BodyTooLarge as exc:
-            return anthropic_error(413, str(exc))
-        try:
-            doc = decode_json_object(raw)
-            validate_messages_request(doc)
-        except WireError as exc:
-            return anthropic_error(400, exc.message)
-        except ValueError as exc:
-            return anthropic_error(400, str(exc))
-        trace = state.trace_for(None, request.headers.get("x-trace-id"))
-        headers = {"x-trace-id": trace}
-        if not self.upstream.config.speaks("anthropic"):
-            return anthropic_error(
-                501,
-                "the configured upstream does not speak the Anthropic wire; "
-                "send this turn to /v1/chat/completions instead",
-                headers,
-            )
-        pairs = inbound_results(doc["messages"])
-        results, body = await admit_inbound(state, doc, pairs, trace, raw)
-        client_headers = {k.lower(): v for k, v in request.headers.items()}
-        if doc.get("stream") is True:
-            return await self._stream(body, client_headers, trace, results, headers)
-        try:
-            upstream_doc = await self.upstream.complete("anthropic", body, client_headers)
-            out = await self._complete_turn(upstream_doc, trace, results)
-            await state.durable()  # no decision reaches the client before it is journaled
-        except JournalError as exc:
-            return anthropic_error(503, str(exc), headers)
-        except UpstreamError as exc:
-            return anthropic_error(exc.status, exc.message, headers)
-        return json_response(out, headers)
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        return anthropic_error(status, message, headers)
+
+    def error_frame(self, exc: UpstreamError) -> bytes:
+        return sse_event("error", anthropic_error_body(exc.status, exc.message))
+
+    def validate(self, doc: dict[str, Any]) -> None:
+        validate_messages_request(doc)
+
+    def inbound(self, doc: dict[str, Any]) -> list[tuple[dict[str, Any], InboundResult]]:
+        return inbound_results(doc["messages"])
 
     # ------------------------------------------------------------------ non-streaming
-    async def _complete_turn(
+    async def complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
         if doc.get("type") == "error":
@@ -280,38 +257,7 @@ class AnthropicProxy:
         return doc
 
     # ------------------------------------------------------------------ streaming
-    async def _stream(
-        self,
-        body: bytes,
-        client_headers: dict[str, str],
-        trace: str,
-        results: list[InboundResult],
-        headers: dict[str, str],
-    ) -> Response:
-        gen = self._relay(body, client_headers, trace, results)
-        try:
-            first = await gen.__anext__()
-        except UpstreamError as exc:
-            await gen.aclose()
-            return anthropic_error(exc.status, exc.message, headers)
-
-        async def stream() -> AsyncIterator[bytes]:
-            yield first
-            try:
-                async for piece in gen:
-                    yield piece
-            except UpstreamError as exc:
-                yield sse_event("error", anthropic_error_body(exc.status, exc.message))
-            finally:
-                await gen.aclose()
-
-        return StreamingResponse(
-            stream(),
-            media_type="text/event-stream",
-            headers={**headers, "cache-control": "no-cache"},
-        )
-
-    async def _relay(
+    async def relay(
         self,
         body: bytes,
         client_headers: dict[str, str],

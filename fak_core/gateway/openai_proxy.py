@@ -11,36 +11,30 @@ in the OpenAI error envelope, with no tool call.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from fak_core.gateway.errors import error_body, error_response
 from fak_core.gateway.proxy_io import (
-    BodyTooLarge,
-    decode_json_object,
     durable_stream,
     event_json,
-    json_response,
-    read_body,
     sse_data,
     upstream_events,
 )
-from fak_core.gateway.state import GatewayState, WireError
+from fak_core.gateway.state import WireError
 from fak_core.gateway.turn import (
     InboundResult,
     ProposedCall,
     TurnOutcome,
     adjudicate_proposed,
-    admit_inbound,
     refusal_summary,
 )
-from fak_core.gateway.upstream import Upstream, UpstreamError
-from fak_core.journal import JournalError
+from fak_core.gateway.upstream import UpstreamError
+from fak_core.gateway.wire_proxy import WireProxy
 
 __all__ = ["OpenAIProxy", "validate_chat_request"]
 
@@ -171,53 +165,35 @@ class _StreamChoice:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class OpenAIProxy:
+class OpenAIProxy(WireProxy):
     """The chat-completions route bound to one gateway state and one upstream."""
 
-    def __init__(self, state: GatewayState, upstream: Upstream) -> None:
-        self.state = state
-        self.upstream = upstream
+    wire = "openai"
+    wire_name = "OpenAI"
+    other_route = "/v1/messages"
 
-    async def handle(self, request: Request) -> Response:
-        state = self.state
-        try:
-            raw = await read_body(request, state.max_body)
-        except BodyTooLarge as exc:
-            return error_response(413, str(exc), code="body_too_large")
-        try:
-            doc = decode_json_object(raw)
-            validate_chat_request(doc)
-        except WireError as exc:
-            return error_response(400, exc.message, param=exc.param)
-        except ValueError as exc:
-            return error_response(400, str(exc))
-        trace = state.trace_for(None, request.headers.get("x-trace-id"))
-        headers = {"x-trace-id": trace}
-        if not self.upstream.config.speaks("openai"):
-            return error_response(
-                501,
-                "the configured upstream does not speak the OpenAI wire; "
-                "send this turn to /v1/messages instead",
-                code="wire_not_supported",
-                headers=headers,
-            )
-        pairs = inbound_results(doc["messages"])
-        results, body = await admit_inbound(state, doc, pairs, trace, raw)
-        client_headers = {k.lower(): v for k, v in request.headers.items()}
-        if doc.get("stream") is True:
-            return await self._stream(body, client_headers, trace, results, headers)
-        try:
-            upstream_doc = await self.upstream.complete("openai", body, client_headers)
-            out = await self._complete_turn(upstream_doc, trace, results)
-            await state.durable()  # no decision reaches the client before it is journaled
-        except JournalError as exc:
-            return error_response(503, str(exc), code="journal_unavailable", headers=headers)
-        except UpstreamError as exc:
-            return error_response(exc.status, exc.message, code=exc.code, headers=headers)
-        return json_response(out, headers)
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        return error_response(status, message, code=code, param=param, headers=headers)
+
+    def error_frame(self, exc: UpstreamError) -> bytes:
+        return sse_data(error_body(exc.status, exc.message, code=exc.code))
+
+    def validate(self, doc: dict[str, Any]) -> None:
+        validate_chat_request(doc)
+
+    def inbound(self, doc: dict[str, Any]) -> list[tuple[dict[str, Any], InboundResult]]:
+        return inbound_results(doc["messages"])
 
     # ------------------------------------------------------------------ non-streaming
-    async def _complete_turn(
+    async def complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
         choices = doc.get("choices")
@@ -260,38 +236,7 @@ class OpenAIProxy:
         return doc
 
     # ------------------------------------------------------------------ streaming
-    async def _stream(
-        self,
-        body: bytes,
-        client_headers: dict[str, str],
-        trace: str,
-        results: list[InboundResult],
-        headers: dict[str, str],
-    ) -> Response:
-        gen = self._relay(body, client_headers, trace, results)
-        try:
-            first = await gen.__anext__()
-        except UpstreamError as exc:
-            await gen.aclose()
-            return error_response(exc.status, exc.message, code=exc.code, headers=headers)
-
-        async def stream() -> AsyncIterator[bytes]:
-            yield first
-            try:
-                async for piece in gen:
-                    yield piece
-            except UpstreamError as exc:
-                yield sse_data(error_body(exc.status, exc.message, code=exc.code))
-            finally:
-                await gen.aclose()
-
-        return StreamingResponse(
-            stream(),
-            media_type="text/event-stream",
-            headers={**headers, "cache-control": "no-cache"},
-        )
-
-    async def _relay(
+    async def relay(
         self,
         body: bytes,
         client_headers: dict[str, str],

@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_DECIDE_TIMEOUT",
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_TOOL_CALLS",
+    "BLANK",
     "INLINE_ARGS_BYTES",
     "GatewayState",
     "WireError",
@@ -58,6 +59,13 @@ DECIDE_WORKERS = 16
 #: Arguments up to this size are decided inline when the kernel cannot wait (see ``_inline``).
 INLINE_ARGS_BYTES = 64 << 10
 _JSON_WS = " \t\r\n"
+#: White space as the OpenAPI document's ``pattern: \S`` sees it (ECMA-262 ``\s``): a tool
+#: name or trace id of only these is blank. ``str.strip()`` would also take \x1c-\x1f and
+#: \x85, which the schema counts as text, and miss U+FEFF, which it counts as space.
+BLANK = (
+    "\t\n\v\f\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 
 class WireError(ValueError):
@@ -156,10 +164,10 @@ class GatewayState:
 
     def trace_for(self, body_trace: Any = None, header_trace: str | None = None) -> str:
         """Body ``trace_id``, else the ``X-Trace-Id`` header, else the default, else minted."""
-        if isinstance(body_trace, str) and body_trace.strip():
-            return body_trace.strip()
-        if header_trace and header_trace.strip():
-            return header_trace.strip()
+        if isinstance(body_trace, str) and body_trace.strip(BLANK):
+            return body_trace.strip(BLANK)
+        if header_trace and header_trace.strip(BLANK):
+            return header_trace.strip(BLANK)
         if self.default_trace:
             return self.default_trace
         with self._lock:
@@ -175,7 +183,7 @@ class GatewayState:
         witness: str = "",
     ) -> ToolCall:
         """Validate wire fields and mint a TAINTED call; raise :class:`WireError` on bad input."""
-        if not isinstance(tool, str) or not tool.strip():
+        if not isinstance(tool, str) or not tool.strip(BLANK):
             raise WireError("missing tool name: send a non-empty string in 'tool'", "tool")
         meta: dict[str, str] = {}
         if witness:
@@ -183,7 +191,7 @@ class GatewayState:
         if principal:
             meta["principal"] = str(principal)
         return ToolCall(
-            tool.strip(),
+            tool.strip(BLANK),
             raw_arguments(arguments),
             trace_id or self.trace_for(),
             str(principal or ""),

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from fak_core.calls import ToolCall
-from fak_core.gateway.state import GatewayState, WireError
+from fak_core.gateway.state import BLANK, GatewayState, WireError
 from fak_core.verdicts import frozen_meta
 
 __all__ = ["CallRequest", "decode_body", "parse_admit", "parse_call", "parse_trace_id"]
@@ -91,9 +91,9 @@ def _opt_str(doc: dict[str, Any], key: str) -> str | None:
 def parse_trace_id(doc: dict[str, Any], *, required: bool = False) -> str | None:
     """The body's ``trace_id`` (a string) or None; blank is refused when ``required``."""
     trace = _opt_str(doc, "trace_id")
-    if required and (trace is None or not trace.strip()):
+    if required and (trace is None or not trace.strip(BLANK)):
         raise WireError("missing trace_id: send a non-empty string in 'trace_id'", "trace_id")
-    return trace.strip() if trace is not None else None
+    return trace.strip(BLANK) if trace is not None else None
 
 
 def parse_call(doc: dict[str, Any], header_principal: str | None = None) -> CallRequest:

@@ -417,3 +417,29 @@ def test_openapi_document_is_valid_and_covers_every_route(client: TestClient) ->
         for op in item.values():
             assert "200" in op["responses"], path
             assert {"401", "405", "413", "500"} <= set(op["responses"]), path
+
+
+# --------------------------------------------------------------- blank, as the spec says
+@pytest.mark.parametrize(
+    ("text", "blank"),
+    [
+        ("\x1c", False),  # Python's str.strip() takes these; ECMA-262 \s (the spec's) does not
+        ("\x1f\x85", False),
+        ("\ufeff", True),  # ECMA-262 \s takes it; str.strip() does not
+        (" \u3000\u2028\t", True),
+    ],
+)
+def test_blank_means_what_the_openapi_pattern_means(
+    client: TestClient, text: str, blank: bool
+) -> None:
+    """``tool`` and a required ``trace_id`` are ``pattern: \\S`` in /openapi.json, an
+    ECMA-262 pattern: a name the spec accepts must not be refused as blank, nor the reverse.
+    (Found by schemathesis: ``tool`` of \\x1c was schema-valid and answered 400.)"""
+    r = client.post("/v1/fak/adjudicate", json={"tool": text})
+    if blank:
+        assert_envelope(r, 400, "invalid_request_error")
+    else:
+        assert r.status_code == 200
+        assert r.json()["verdict"]["kind"] == "DENY"  # an unknown tool: a verdict, not a 400
+    reset = client.post("/v1/fak/trace/reset", json={"trace_id": text})
+    assert reset.status_code == (400 if blank else 200)

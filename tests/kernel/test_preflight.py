@@ -17,6 +17,7 @@ from fak_core import (
     SchemaRegistry,
     ToolCall,
     VerdictKind,
+    parse_policy,
 )
 
 SCHEMA = {
@@ -181,3 +182,22 @@ def test_the_kernel_ladder_is_rank_10_in_the_default_chain() -> None:
     v = k.decide(ToolCall("search_flights", '{"origin": 5}'))
     assert (v.kind, v.by) == (VerdictKind.DENY, "preflight")
     assert k.ladder.negatives.rows()[0].rung_failed == 1
+
+
+def test_multiple_of_is_decided_exactly_not_in_floating_point() -> None:
+    """jsonschema-rs takes 1.416682948592774e17 (exactly 141668294859277408) for a multiple
+    of 5; rung 1 validates schemas with ``multipleOf`` exactly. Found by the A7.4 witness."""
+    import jsonschema_rs
+
+    schema = {"type": "object", "properties": {"v": {"type": "integer", "multipleOf": 5}}}
+    text = '{"v": 1.416682948592774e17}'
+    assert int(1.416682948592774e17) % 5 == 3
+    # the upstream bug this works around; if this starts failing, jsonschema-rs fixed it
+    assert jsonschema_rs.Draft202012Validator(schema).is_valid({"v": 1.416682948592774e17})
+    kernel = Kernel(parse_policy({"version": "fak-policy/v1", "allow": ["t"]}))
+    kernel.register_schema("t", schema)
+    v = kernel.decide(ToolCall("t", text, trace_id="m"))
+    assert (kernel.kinds.name(v.kind), kernel.reasons.name(v.reason)) == ("DENY", "MALFORMED")
+    assert "$.v: multipleOf" in (v.claim or "")
+    ok = kernel.decide(ToolCall("t", '{"v": 1.5e17}', trace_id="m"))  # 150000000000000000
+    assert kernel.kinds.name(ok.kind) == "ALLOW"
