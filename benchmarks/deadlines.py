@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 
 import httpx
-from gateway import CALL, Figures, _Server, _timed  # benchmarks/gateway.py, beside this script
+from gateway import CALL, Figures, _timed  # benchmarks/gateway.py, beside this script
 
 from fak_core import Kernel, ToolCall, Verdict, parse_policy
+from fak_core.gateway.app import create_app
 from fak_core.gateway.state import DEFAULT_DECIDE_TIMEOUT, GatewayState
+from pytest_fak.fixtures import serve_app
 
 
 def bench_decide(state: GatewayState, label: str, n: int, cap_s: float) -> Figures:
@@ -28,7 +30,7 @@ def bench_decide(state: GatewayState, label: str, n: int, cap_s: float) -> Figur
 
 
 def bench_http(state: GatewayState, label: str, n: int, cap_s: float) -> Figures:
-    with _Server(state) as server, httpx.Client(base_url=server.url, timeout=10) as client:
+    with serve_app(create_app(state)) as url, httpx.Client(base_url=url, timeout=10) as client:
 
         def hop() -> object:
             r = client.post("/v1/fak/adjudicate", json=CALL)

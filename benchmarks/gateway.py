@@ -13,19 +13,17 @@ Run: ``python benchmarks/gateway.py [--requests N] [--time-cap SECONDS]``.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
-import uvicorn
 
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
 from fak_core.kernel import Kernel
+from pytest_fak.fixtures import serve_app
 
 CALL = {"tool": "get_user_details", "arguments": {"user_id": "u-1"}, "trace_id": "bench"}
 
@@ -77,40 +75,9 @@ def bench_inprocess(state: GatewayState, n: int, cap_s: float) -> Figures:
     return _timed("in-process build+decide+render", hop, n, cap_s, warmup=min(1000, n))
 
 
-class _Server:
-    def __init__(self, state: GatewayState) -> None:
-        # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose
-        # listener says TCP, and without it every response waits out a delayed ACK (~40 ms).
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            create_app(state), log_level="warning", access_log=False, lifespan="on"
-        )
-        self.server = uvicorn.Server(config)
-        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if not self.server.started:
-            raise RuntimeError("uvicorn did not start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.sock.close()
-
-
 def bench_http_adjudicate(state: GatewayState, n: int, cap_s: float) -> Figures:
     """POST /v1/fak/adjudicate over loopback with a keep-alive client (one connection)."""
-    with _Server(state) as server, httpx.Client(base_url=server.url, timeout=10) as client:
+    with serve_app(create_app(state)) as url, httpx.Client(base_url=url, timeout=10) as client:
 
         def hop() -> object:
             r = client.post("/v1/fak/adjudicate", json=CALL)

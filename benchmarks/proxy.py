@@ -24,38 +24,17 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import httpx
 import uvicorn
 
+from pytest_fak.fixtures import serve_app
+
 BODY = {"model": "m", "messages": [{"role": "user", "content": "what is the weather"}]}
 PATH = "/v1/chat/completions"
-
-
-@contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """``app`` on a uvicorn thread of this process; yields its base URL."""
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("server did not start")
-        time.sleep(0.01)
-    sock: socket.socket = server.servers[0].sockets[0]
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @contextmanager
@@ -107,10 +86,10 @@ def servers(in_process: bool) -> Iterator[tuple[str, str]]:
             proxy_routes,
         )
 
-        with serve(planner_app()) as upstream_url:
+        with serve_app(planner_app()) as upstream_url:
             state = GatewayState(Kernel())
             routes = proxy_routes(state, UpstreamConfig(base_url=upstream_url + "/v1"))
-            with serve(Starlette(routes=routes, lifespan=proxy_lifespan(routes))) as gw_url:
+            with serve_app(Starlette(routes=routes, lifespan=proxy_lifespan(routes))) as gw_url:
                 yield upstream_url, gw_url
         return
     me = [sys.executable, os.path.abspath(__file__), "--serve-planner"]

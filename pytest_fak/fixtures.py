@@ -1,4 +1,5 @@
-"""Fixtures for downstream projects: ``fak_kernel``, ``fak_gateway``, ``fak_session_pair``.
+"""Fixtures for downstream projects: ``fak_kernel``, ``fak_gateway``, ``fak_session_pair``,
+and :func:`serve_app`, which runs any ASGI app on a loopback port for a test.
 
 All of them import ``fak_core`` lazily, inside the fixture, so loading the plugin stays
 cheap.
@@ -23,7 +24,35 @@ __all__ = [
     "fak_kernel_factory",
     "fak_session_pair",
     "make_kernel",
+    "serve_app",
 ]
+
+
+@contextlib.contextmanager
+def serve_app(app: Any, timeout: float = 10.0) -> Iterator[str]:
+    """Run ``app`` with uvicorn on a thread, on 127.0.0.1 (ephemeral port); yield its base
+    URL; stop it when the block exits (a server that does not stop in ``timeout`` seconds
+    is an error)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="fak-serve-app", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            server.should_exit = True
+            raise RuntimeError(f"the app did not start on 127.0.0.1 within {timeout:g} s")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)
+        if thread.is_alive():
+            raise RuntimeError(f"the app on port {port} did not stop within {timeout:g} s")
 
 
 def make_kernel(config: pytest.Config) -> Any:
@@ -103,27 +132,9 @@ class GatewayHandle:
     app: Any
     client: Any
 
-    @contextlib.contextmanager
-    def serve(self, timeout: float = 10.0) -> Iterator[str]:
+    def serve(self, timeout: float = 10.0) -> contextlib.AbstractContextManager[str]:
         """Run the app on 127.0.0.1 (ephemeral port); yield its base URL; stop it after."""
-        import uvicorn
-
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning")
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + timeout
-        while not server.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                server.should_exit = True
-                raise RuntimeError("the gateway server did not start on 127.0.0.1")
-            time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-            thread.join(timeout)
+        return serve_app(self.app, timeout)
 
 
 @pytest.fixture

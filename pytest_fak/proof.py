@@ -45,6 +45,7 @@ def _max_examples(config: pytest.Config) -> int | None:
         raise pytest.UsageError("ini option fak_max_examples must be at least 1")
     return value
 
+
 _THEOREMS = pytest.StashKey[tuple[str, ...]]()
 _EVIDENCE = pytest.StashKey[dict[str, Any]]()
 

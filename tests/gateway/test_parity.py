@@ -20,7 +20,8 @@ from mcp import Client
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
 from fak_core.taint import Taint
-from tests.gateway.support import LiveServer, make_kernel
+from pytest_fak.fixtures import serve_app
+from tests.gateway.support import make_kernel
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,8 @@ def _prepare(state: GatewayState, trace: str, case: Case) -> None:
 @pytest.fixture(scope="module")
 def served() -> Any:
     state = GatewayState(make_kernel())
-    server = LiveServer(create_app(state)).__enter__()
-    try:
-        yield state, server
-    finally:
-        server.__exit__(None, None, None)
+    with serve_app(create_app(state)) as url:
+        yield state, url
 
 
 async def _mcp_adjudicate(url: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -85,11 +83,11 @@ async def _mcp_adjudicate(url: str, calls: list[dict[str, Any]]) -> list[dict[st
 
 @pytest.mark.fak_theorem("D10.1")
 def test_wire_verdicts_equal_in_process_verdicts(served: Any) -> None:
-    state, server = served
+    state, url = served
     kernel = state.kernel
     mcp_requests = []
     expected_mcp = []
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with httpx.Client(base_url=url, timeout=30) as http:
         for case in CASES:
             # in-process reference
             ref_trace = f"{case.name}/inproc"
@@ -133,7 +131,7 @@ def test_wire_verdicts_equal_in_process_verdicts(served: Any) -> None:
             mcp_requests.append({**body, "trace_id": trace})
             expected_mcp.append(ref)
 
-    answers = anyio.run(_mcp_adjudicate, server.url, mcp_requests)
+    answers = anyio.run(_mcp_adjudicate, url, mcp_requests)
     for case, ref, answer in zip(CASES, expected_mcp, answers, strict=True):
         assert answer["verdict"] == ref, case.name
 

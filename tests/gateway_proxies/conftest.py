@@ -11,11 +11,11 @@ import pytest
 from starlette.applications import Starlette
 
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_lifespan, proxy_routes
+from pytest_fak.fixtures import serve_app
 
 from .clients import close_all
 from .kernels import make_state
 from .scripted_upstream import ScriptedUpstream
-from .servers import serve
 
 
 @dataclass
@@ -33,7 +33,7 @@ def gateway_app(state: GatewayState, cfg: UpstreamConfig | None) -> Starlette:
 @pytest.fixture(scope="session")
 def _upstream_server() -> Iterator[tuple[ScriptedUpstream, str]]:
     up = ScriptedUpstream()
-    with serve(up.app) as url:
+    with serve_app(up.app) as url:
         yield up, url
 
 
@@ -53,7 +53,7 @@ def upstream_url(_upstream_server: tuple[ScriptedUpstream, str]) -> str:
 def _default_gateway(_upstream_server: tuple[ScriptedUpstream, str]) -> Iterator[Gateway]:
     state = make_state()
     cfg = UpstreamConfig(base_url=_upstream_server[1] + "/v1", timeout=5.0)
-    with serve(gateway_app(state, cfg)) as url:
+    with serve_app(gateway_app(state, cfg)) as url:
         yield Gateway(url, state)
 
 
@@ -72,7 +72,7 @@ def make_gateway(upstream_url: str) -> Iterator[Callable[..., Gateway]]:
             state = kw.pop("state", None) or make_state()
             base = kw.pop("base_url", upstream_url + "/v1")
             cfg = UpstreamConfig(base_url=base, **{"timeout": 5.0, **kw})
-            url = stack.enter_context(serve(gateway_app(state, cfg)))
+            url = stack.enter_context(serve_app(gateway_app(state, cfg)))
             return Gateway(url, state)
 
         yield make

@@ -17,17 +17,17 @@ from fak_core.gateway import (
     parse_planner,
     planner_app,
 )
+from pytest_fak.fixtures import serve_app
 
 from .clients import anthropic_client, openai_client
 from .conftest import gateway_app
-from .servers import serve
 
 
 @pytest.fixture(scope="module")
 def offline_gateway() -> Iterator[tuple[str, GatewayState]]:
     """A gateway with no upstream configured (the planner answers), default policy."""
     state = GatewayState(Kernel())
-    with serve(gateway_app(state, None)) as url:
+    with serve_app(gateway_app(state, None)) as url:
         yield url, state
 
 
@@ -81,7 +81,7 @@ def test_toml_rules_file(tmp_path: Path) -> None:
 
 def test_planner_speaks_both_wires_to_the_official_sdks() -> None:
     """The planner served directly (no gateway): the SDKs parse every frame it sends."""
-    with serve(planner_app()) as url:
+    with serve_app(planner_app()) as url:
         oa = openai_client(url).chat.completions.create(
             model="m", messages=[{"role": "user", "content": "weather?"}]
         )

@@ -23,7 +23,7 @@ from fak_core.gateway.app import create_app
 from fak_core.gateway.cli import main as serve_main
 from fak_core.gateway.state import GatewayState
 from fak_core.journal import Journal, read_rows, verify_files
-from tests.gateway.support import LiveServer
+from pytest_fak.fixtures import serve_app
 from tests.gateway_proxies.kernels import make_kernel
 from tests.gateway_proxies.scripted_upstream import Script, ScriptedUpstream
 
@@ -36,7 +36,7 @@ def journal_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def served(journal_path: Path) -> Iterator[tuple[LiveServer, GatewayState, ScriptedUpstream]]:
+def served(journal_path: Path) -> Iterator[tuple[str, GatewayState, ScriptedUpstream]]:
     """The whole gateway (native API, MCP, both proxies) on uvicorn, with a journal."""
     upstream = ScriptedUpstream()
     upstream.reset(Script(text="ok", calls=[("get_user", {"id": 1})]))
@@ -48,8 +48,8 @@ def served(journal_path: Path) -> Iterator[tuple[LiveServer, GatewayState, Scrip
         base_url="http://up/v1", transport=httpx.ASGITransport(app=upstream.app)
     )
     app = create_app(state, extra_routes=proxy_routes(state, config))
-    with LiveServer(app) as server:
-        yield server, state, upstream
+    with serve_app(app) as url:
+        yield url, state, upstream
     journal.close()
 
 
@@ -69,10 +69,10 @@ def _traces(path: Path) -> set[str]:
 
 
 def test_a_response_waits_until_its_decision_is_committed(
-    served: tuple[LiveServer, GatewayState, ScriptedUpstream], journal_path: Path
+    served: tuple[str, GatewayState, ScriptedUpstream], journal_path: Path
 ) -> None:
-    server, _, _ = served
-    with httpx.Client(base_url=server.url, timeout=TIMEOUT) as c:  # the journal file exists
+    url, _, _ = served
+    with httpx.Client(base_url=url, timeout=TIMEOUT) as c:  # the journal file exists
         assert c.post("/v1/fak/adjudicate", json={"tool": "get_user"}).status_code == 200
     # Another process holds the journal's write lock: nothing can be committed meanwhile.
     blocker = sqlite3.connect(journal_path, isolation_level=None)
@@ -80,7 +80,7 @@ def test_a_response_waits_until_its_decision_is_committed(
     box: list[httpx.Response] = []
 
     def ask() -> None:
-        with httpx.Client(base_url=server.url, timeout=TIMEOUT) as c:
+        with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
             box.append(c.post("/v1/fak/adjudicate", json={"tool": "get_user", "trace_id": "held"}))
 
     t = threading.Thread(target=ask)
@@ -132,15 +132,15 @@ def _messages(c: httpx.Client, stream: bool) -> httpx.Response:
 
 
 def test_a_failed_journal_refuses_on_every_surface(
-    served: tuple[LiveServer, GatewayState, ScriptedUpstream], journal_path: Path
+    served: tuple[str, GatewayState, ScriptedUpstream], journal_path: Path
 ) -> None:
-    server, state, _ = served
-    with httpx.Client(base_url=server.url, timeout=TIMEOUT) as c:
+    url, state, _ = served
+    with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
         # Healthy: the same requests are allowed and carry their tool calls.
         ok = _native(c, "before")
         assert ok["adjudicate"]["verdict"]["kind"] == "ALLOW"
         assert ok["admit"]["result"]["status"] == "OK"
-        assert anyio.run(_mcp, server.url, "before-mcp")["verdict"]["kind"] == "ALLOW"
+        assert anyio.run(_mcp, url, "before-mcp")["verdict"]["kind"] == "ALLOW"
         assert _chat(c, False).json()["choices"][0]["message"]["tool_calls"]
         assert '"tool_calls"' in _chat(c, True).text
         assert any(b["type"] == "tool_use" for b in _messages(c, False).json()["content"])
@@ -153,7 +153,7 @@ def test_a_failed_journal_refuses_on_every_surface(
             assert (v["kind"], v["reason"], v["by"]) == ("DENY", "JOURNAL_DOWN", "journal"), name
             assert "decision journal unavailable" in v["detail"]["claim"], name
             assert "result" not in body, name  # nothing unrecorded is handed back
-        mcp_body = anyio.run(_mcp, server.url, "after-mcp")
+        mcp_body = anyio.run(_mcp, url, "after-mcp")
         assert (mcp_body["verdict"]["kind"], mcp_body["verdict"]["reason"]) == (
             "DENY",
             "JOURNAL_DOWN",
