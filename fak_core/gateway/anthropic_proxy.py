@@ -33,7 +33,12 @@ from fak_core.gateway.turn import (
     refusal_summary,
 )
 from fak_core.gateway.upstream import UpstreamError
-from fak_core.gateway.wire_proxy import WireProxy
+from fak_core.gateway.wire_proxy import (
+    WireProxy,
+    require_messages,
+    require_model,
+    tool_format_error,
+)
 
 __all__ = ["AnthropicProxy", "anthropic_error", "anthropic_error_type", "validate_messages_request"]
 
@@ -70,25 +75,16 @@ def anthropic_error(status: int, message: str, headers: dict[str, str] | None = 
 
 
 def _fmt(reason: str) -> UpstreamError:
-    return UpstreamError(
-        502,
-        f"upstream tool_use format not recognized ({reason}); refusing to skip adjudication",
-        "upstream_tool_format",
-    )
+    return tool_format_error("tool_use", reason)
 
 
 def validate_messages_request(doc: dict[str, Any]) -> None:
     """Refuse a request the proxy cannot forward faithfully, naming the field to fix."""
-    model = doc.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise WireError("model: field required (a non-empty string)", "model")
+    require_model(doc)
     max_tokens = doc.get("max_tokens")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise WireError("max_tokens: field required (an integer >= 1)", "max_tokens")
-    messages = doc.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise WireError("messages: field required (a non-empty array of messages)", "messages")
-    for i, m in enumerate(messages):
+    for i, m in enumerate(require_messages(doc)):
         where = f"messages.{i}"
         if not isinstance(m, dict):
             raise WireError(f"{where}: must be an object", where)

@@ -34,7 +34,12 @@ from fak_core.gateway.turn import (
     refusal_summary,
 )
 from fak_core.gateway.upstream import UpstreamError
-from fak_core.gateway.wire_proxy import WireProxy
+from fak_core.gateway.wire_proxy import (
+    WireProxy,
+    require_messages,
+    require_model,
+    tool_format_error,
+)
 
 __all__ = ["OpenAIProxy", "validate_chat_request"]
 
@@ -42,22 +47,13 @@ _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "functio
 
 
 def _fmt(reason: str) -> UpstreamError:
-    return UpstreamError(
-        502,
-        f"upstream tool-call format not recognized ({reason}); refusing to skip adjudication",
-        "upstream_tool_format",
-    )
+    return tool_format_error("tool-call", reason)
 
 
 def validate_chat_request(doc: dict[str, Any]) -> None:
     """Refuse a request the proxy cannot forward faithfully, naming the field to fix."""
-    model = doc.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise WireError("model: field required (a non-empty string)", "model")
-    messages = doc.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise WireError("messages: field required (a non-empty array of messages)", "messages")
-    for i, m in enumerate(messages):
+    require_model(doc)
+    for i, m in enumerate(require_messages(doc)):
         where = f"messages[{i}]"
         if not isinstance(m, dict):
             raise WireError(f"{where}: must be an object", where)

@@ -33,6 +33,15 @@ _NON_BLANK: dict[str, Any] = {
 }
 _OPT_STR = ["string", "null"]
 _OPT_BOOL = ["boolean", "null"]
+#: The fields of a call, shared by every request that names one.
+_CALL_FIELDS: dict[str, Any] = {
+    "tool": _NON_BLANK,
+    "arguments": _ref("Arguments"),
+    "trace_id": {"type": _OPT_STR, "description": "beats the X-Trace-Id header"},
+    "witness": {"type": _OPT_STR},
+    "principal": {"type": _OPT_STR, "description": "X-Fak-Principal beats it"},
+    "read_only": {"type": _OPT_BOOL, "description": "advisory; grants nothing"},
+}
 
 _SCHEMAS: dict[str, Any] = {
     "Error": {
@@ -91,27 +100,15 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["tool"],
         "description": "optional fields may be null, which means absent",
-        "properties": {
-            "tool": _NON_BLANK,
-            "arguments": _ref("Arguments"),
-            "trace_id": {"type": _OPT_STR, "description": "beats the X-Trace-Id header"},
-            "witness": {"type": _OPT_STR},
-            "principal": {"type": _OPT_STR, "description": "X-Fak-Principal beats it"},
-            "read_only": {"type": _OPT_BOOL, "description": "advisory; grants nothing"},
-        },
+        "properties": _CALL_FIELDS,
     },
     "AdmitRequest": {
         "type": "object",
         "required": ["tool"],
         "description": "optional fields may be null, which means absent",
         "properties": {
-            "tool": _NON_BLANK,
-            "arguments": _ref("Arguments"),
+            **_CALL_FIELDS,
             "result": {"description": "the result: a JSON object, or text"},
-            "trace_id": {"type": _OPT_STR},
-            "witness": {"type": _OPT_STR},
-            "principal": {"type": _OPT_STR},
-            "read_only": {"type": _OPT_BOOL},
         },
     },
     "ResultEnvelope": {

@@ -101,8 +101,6 @@ async def upstream_events(resp: httpx.Response) -> AsyncIterator[ServerSentEvent
                 event = await source.__anext__()
             except StopAsyncIteration:
                 return
-            except UpstreamError:
-                raise
             except Exception as exc:  # the transport's failure, whichever library raised it
                 raise transport_error(exc) from exc
             yield event

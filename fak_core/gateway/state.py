@@ -164,10 +164,9 @@ class GatewayState:
 
     def trace_for(self, body_trace: Any = None, header_trace: str | None = None) -> str:
         """Body ``trace_id``, else the ``X-Trace-Id`` header, else the default, else minted."""
-        if isinstance(body_trace, str) and body_trace.strip(BLANK):
-            return body_trace.strip(BLANK)
-        if header_trace and header_trace.strip(BLANK):
-            return header_trace.strip(BLANK)
+        for given in (body_trace if isinstance(body_trace, str) else None, header_trace):
+            if given and (trace := given.strip(BLANK)):
+                return trace
         if self.default_trace:
             return self.default_trace
         with self._lock:
@@ -205,11 +204,9 @@ class GatewayState:
         return render_verdict(verdict, k.kinds, k.reasons, result_meta)
 
     def _inline(self, call: ToolCall) -> bool:
-        """Decide on the calling thread: no deadline is set, or nothing in the decision can
+        """Decide on the calling thread even under a deadline: nothing in the decision can
         wait (every part declared non-blocking) and the arguments are small enough that
         parsing and validating them is a matter of microseconds."""
-        if self.decide_timeout is None:
-            return True
         return len(call.args) <= INLINE_ARGS_BYTES and self.kernel.decides_without_waiting()
 
     def decide(self, call: ToolCall) -> Verdict:

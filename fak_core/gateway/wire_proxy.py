@@ -26,7 +26,32 @@ from fak_core.gateway.turn import InboundResult, admit_inbound
 from fak_core.gateway.upstream import Upstream, UpstreamError, Wire
 from fak_core.journal import JournalError
 
-__all__ = ["WireProxy"]
+__all__ = ["WireProxy", "require_messages", "require_model", "tool_format_error"]
+
+
+def require_model(doc: dict[str, Any]) -> None:
+    """Refuse a request without a non-empty ``model`` string (both wires need one)."""
+    model = doc.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise WireError("model: field required (a non-empty string)", "model")
+
+
+def require_messages(doc: dict[str, Any]) -> list[Any]:
+    """The request's ``messages``: a non-empty array, else :class:`WireError`."""
+    messages = doc.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise WireError("messages: field required (a non-empty array of messages)", "messages")
+    return messages
+
+
+def tool_format_error(what: str, reason: str) -> UpstreamError:
+    """A 502 for an upstream whose ``what`` (its tool calls) we cannot parse: nothing it
+    proposed may skip adjudication."""
+    return UpstreamError(
+        502,
+        f"upstream {what} format not recognized ({reason}); refusing to skip adjudication",
+        "upstream_tool_format",
+    )
 
 
 class WireProxy:
