@@ -24,7 +24,7 @@ from fak_core.sinks import external_destinations
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
-__all__ = ["CapabilityFloor", "glob_matches", "is_write_shaped"]
+__all__ = ["CapabilityFloor", "glob_matches", "is_write_shaped", "own_name", "prefix_allows"]
 
 BY = "floor"
 _ALLOWED = Verdict.allow(BY)
@@ -46,6 +46,35 @@ _PATH_KEYS = (
 def is_write_shaped(tool: str) -> bool:
     """Whether a tool name says it writes, edits, deletes, runs or creates something."""
     return bool(_WRITE.search(tool.lower()))
+
+
+def own_name(tool: str, separator: str) -> str:
+    """A scoped ``<server><separator><tool>`` name's own tool name (after the first
+    separator); the whole name when unscoped or when it has no separator."""
+    if separator:
+        _, sep, own = tool.partition(separator)
+        if sep:
+            return own
+    return tool
+
+
+def prefix_allows(prefixes: tuple[str, ...], tool: str, separator: str = "") -> bool:
+    """Whether an ``allow_prefix`` entry covers ``tool``.
+
+    Unscoped (``separator`` empty) a prefix matches the name. Scoped (the MCP proxy's
+    aggregated ``<server>__<tool>`` names), a prefix without the separator matches only
+    the tool's own name, so a server's name can never satisfy it; a prefix that contains
+    the separator names a server explicitly and matches the whole scoped name.
+    """
+    if not prefixes:
+        return False
+    if not separator:
+        return tool.startswith(prefixes)
+    own = own_name(tool, separator)
+    for p in prefixes:
+        if (separator in p and tool.startswith(p)) or (separator not in p and own.startswith(p)):
+            return True
+    return False
 
 
 def glob_matches(path: str, glob: str, anchored: bool = False) -> bool:
@@ -88,7 +117,17 @@ class CapabilityFloor:
     def __init__(self, policy: Policy, reasons: ReasonRegistry | None = None) -> None:
         self.reasons = reasons if reasons is not None else ReasonRegistry()
         self._write_memo: dict[str, bool] = {}
+        #: Set by :meth:`scope_names`: tool names are ``<scope><separator><tool>``.
+        self.separator = ""
         self.set_policy(policy)
+
+    def scope_names(self, separator: str) -> None:
+        """Read tool names as ``<server><separator><tool>`` (the MCP proxy's aggregated
+        names): an ``allow_prefix`` entry then matches the tool's own name unless it
+        contains the separator (:func:`prefix_allows`), and a ``deny`` entry without the
+        separator denies that tool on every server. Exact ``allow`` names still match the
+        whole scoped name only."""
+        self.separator = separator
 
     def set_policy(self, policy: Policy) -> None:
         code = self.reasons.code
@@ -113,6 +152,8 @@ class CapabilityFloor:
     def adjudicate(self, view: CallView) -> Verdict:
         tool = view.call.tool
         denied = self._deny.get(tool)
+        if denied is None and self.separator:
+            denied = self._deny.get(own_name(tool, self.separator))
         if denied is not None:
             return Verdict.deny(denied, BY, claim=f"policy denies tool {tool}")
         args = view.args()
@@ -135,7 +176,7 @@ class CapabilityFloor:
                     return Verdict.deny(
                         Reason.EGRESS_BLOCK, BY, claim=f"egress to {host} is denied"
                     )
-        if tool in self._allow or (self._prefixes and tool.startswith(self._prefixes)):
+        if tool in self._allow or prefix_allows(self._prefixes, tool, self.separator):
             redact = self._redact
             if redact and self._names_redacted(args):
                 kept = {k: v for k, v in args.items() if k.lower() not in redact}

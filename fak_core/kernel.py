@@ -475,6 +475,13 @@ class Kernel:
         """Stop the idle tool workers (stuck ones stop when their tool returns)."""
         self._tool_pool.close()
 
+    def screen_text(self, call: ToolCall, result: Result) -> Verdict:
+        """The result-side chain's folded verdict on ``result``, with no effect at all (no
+        taint raised, nothing held, no event): for text that is screened but is not a
+        session's result, such as a tool's listed metadata."""
+        chain = self._result_chains.get(call.tool, self._default_result_chain)
+        return fold_results(chain, call, result, self.kinds)
+
     def admit(self, call: ToolCall, result: Result | None) -> tuple[Result, Verdict]:
         """Run the result-side chain, apply its verdict, raise the trace's taint mark."""
         if result is None:

@@ -8,6 +8,19 @@ bounds every request by a timeout, and turns every failure (the server crashed, 
 answered garbage) into a :class:`DownstreamError` that says what happened. A crashed
 connection is dropped and reopened lazily on the next request; the request that met the
 crash is never re-sent, because it may already have had effects.
+
+JSON-RPC error answers are read as the spec defines them (:func:`error_class`): -32700
+parse error, -32600 invalid request, -32601 method not found, -32602 invalid params,
+-32603 internal error, -32000..-32099 implementation-defined server errors, anything else
+an application error. Each is a normal answer (kind ``error``, the server's
+:class:`mcp_types.ErrorData` kept in :attr:`DownstreamError.remote` for the proxy to
+admit), never a crash. The SDK reports a closed connection with the same code a server
+may send (-32000, ``CONNECTION_CLOSED``), so the proxy watches the transport itself
+(:class:`_Link`): only a transport that really ended (the process exited, the pipe
+closed, or the server wrote a frame that is not JSON-RPC) is a crash. Every other
+message of a :class:`DownstreamError` is written by the proxy: text the server chose
+(an exception message, a field name of an invalid answer) goes to the operator's log,
+never into ``detail``.
 """
 
 from __future__ import annotations
@@ -27,7 +40,14 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    ErrorData,
+)
 from pydantic import ValidationError
 
 __all__ = [
@@ -36,6 +56,7 @@ __all__ = [
     "DownstreamError",
     "DownstreamSpec",
     "ServerConfigError",
+    "error_class",
     "load_servers",
     "parse_servers",
 ]
@@ -43,7 +64,8 @@ __all__ = [
 DEFAULT_CALL_TIMEOUT = 30.0
 #: A listing longer than this many pages is refused (a paginator that never ends).
 MAX_LIST_PAGES = 100
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# No '__' and no trailing '_': '<server>__<tool>' then splits at its first '__', always.
+_NAME = re.compile(r"(?!.*__)[A-Za-z0-9_-]{0,63}[A-Za-z0-9-]")
 HANDSHAKE_MIN_S = 15.0
 _SPEC_KEYS = ("command", "args", "env", "cwd", "url", "headers", "timeout")
 
@@ -52,19 +74,45 @@ class ServerConfigError(ValueError):
     """A downstream server configuration that cannot be used; the message names the fix."""
 
 
+_ERROR_CLASSES = {
+    PARSE_ERROR: "parse error",
+    INVALID_REQUEST: "invalid request",
+    METHOD_NOT_FOUND: "method not found",
+    INVALID_PARAMS: "invalid params",
+    INTERNAL_ERROR: "internal error",
+}
+
+
+def error_class(code: int) -> str:
+    """What a JSON-RPC error code means (JSON-RPC 2.0 section 5.1; MCP keeps it)."""
+    named = _ERROR_CLASSES.get(code)
+    if named is not None:
+        return named
+    if -32099 <= code <= -32000:
+        return "server error"
+    if -32768 <= code <= -32000:
+        return "reserved"
+    return "application error"
+
+
 class DownstreamError(RuntimeError):
     """A downstream request that did not produce a usable answer.
 
-    ``kind`` is one of ``unavailable`` (could not connect), ``crashed`` (the connection
-    closed under the request), ``timeout`` (no answer in time) or ``protocol`` (an error
-    response or an answer that is not valid MCP).
+    ``kind`` is one of ``unavailable`` (could not connect), ``crashed`` (the transport
+    ended under the request), ``timeout`` (no answer in time), ``error`` (the server
+    answered with a JSON-RPC error: :attr:`remote` holds it, unscreened) or ``protocol``
+    (an answer that is not valid MCP). ``detail`` is the proxy's own words, never the
+    server's.
     """
 
-    def __init__(self, server: str, kind: str, message: str) -> None:
+    def __init__(
+        self, server: str, kind: str, message: str, *, remote: ErrorData | None = None
+    ) -> None:
         super().__init__(f"downstream server {server!r} {kind}: {message}")
         self.server = server
         self.kind = kind
         self.detail = message
+        self.remote = remote
 
 
 @dataclass(frozen=True)
@@ -81,10 +129,11 @@ class DownstreamSpec:
     timeout: float | None = None
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.name):
+        if not _NAME.fullmatch(self.name):
             raise ServerConfigError(
-                f"server name {self.name!r}: use 1-64 letters, digits, '_' or '-' "
-                "(it prefixes the server's tool names)"
+                f"server name {self.name!r}: use 1-64 letters, digits, '_' or '-', with no "
+                "'__' and not ending in '_' (it prefixes the server's tool names as "
+                "'<server>__<tool>', which must split one way only)"
             )
         if bool(self.command) == bool(self.url):
             raise ServerConfigError(
@@ -188,6 +237,101 @@ def load_servers(path: str | Path) -> list[DownstreamSpec]:
         raise ServerConfigError(f"{p}: {exc}") from None
 
 
+class _Link:
+    """One connection's transport, watched: whether it has ended, and why.
+
+    Wraps the SDK transport (stdio or streamable HTTP) that :class:`mcp.Client` drives.
+    The read side ends the stream on the first item that is not a JSON-RPC message (the
+    SDK would log it and read on: a desynchronised peer), and records the end of every
+    stream; the write side records a broken pipe. The SDK only learns that a connection
+    closed through one of these, so :attr:`ended` is set before it reports
+    ``CONNECTION_CLOSED`` to a waiting request.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.ended: str | None = None
+
+    def end(self, why: str) -> None:
+        if self.ended is None:
+            self.ended = why
+
+    async def __aenter__(self) -> tuple[_WatchedRead, _WatchedWrite]:
+        read, write = await self.inner.__aenter__()
+        return _WatchedRead(read, self), _WatchedWrite(write, self)
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self.end("the connection was closed")
+        return await self.inner.__aexit__(*exc)  # type: ignore[no-any-return]
+
+
+class _WatchedRead:
+    """The read side of a :class:`_Link` (the SDK's ``ReadStream`` protocol)."""
+
+    def __init__(self, inner: Any, link: _Link) -> None:
+        self._inner = inner
+        self._link = link
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        if self._link.ended is not None:
+            raise anyio.EndOfStream
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._link.end("the server closed the connection")
+            raise anyio.EndOfStream from None
+        if isinstance(item, Exception):
+            self._link.end(f"the server wrote a frame that is not JSON-RPC ({type(item).__name__})")
+            raise anyio.EndOfStream
+        return item
+
+    def __aiter__(self) -> _WatchedRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedRead:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+class _WatchedWrite:
+    """The write side of a :class:`_Link`."""
+
+    def __init__(self, inner: Any, link: _Link) -> None:
+        self._inner = inner
+        self._link = link
+
+    async def send(self, item: Any, /) -> None:
+        try:
+            await self._inner.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._link.end("the connection to the server broke")
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedWrite:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
 class Downstream:
     """One downstream server and at most one live connection to it.
 
@@ -212,6 +356,7 @@ class Downstream:
         self.connects = 0
         self._tg: anyio.abc.TaskGroup | None = None
         self._client: Client | None = None
+        self._link: _Link | None = None
         self._stop: anyio.Event | None = None
         self._closed: anyio.Event | None = None
         self._lock = anyio.Lock()
@@ -223,8 +368,9 @@ class Downstream:
     def connected(self) -> bool:
         return self._client is not None
 
-    def _make_client(self) -> tuple[Client, Any]:
-        """The SDK client for this server, and the HTTP client it owns (if any)."""
+    def _make_client(self) -> tuple[Client, _Link, Any]:
+        """The SDK client for this server, its watched transport, and the HTTP client it
+        owns (if any)."""
         spec = self.spec
         target: Any
         http: Any = None
@@ -235,13 +381,19 @@ class Downstream:
             http = create_mcp_http_client(headers=dict(spec.headers) or None)
             target = streamable_http_client(spec.url, http_client=http)
         else:
-            target = StdioServerParameters(
-                command=spec.command,
-                args=list(spec.args),
-                env=dict(spec.env) or None,
-                cwd=spec.cwd,
+            from mcp.client.stdio import stdio_client
+
+            target = stdio_client(
+                StdioServerParameters(
+                    command=spec.command,
+                    args=list(spec.args),
+                    env=dict(spec.env) or None,
+                    cwd=spec.cwd,
+                )
             )
-        return Client(target, read_timeout_seconds=self.handshake_timeout, cache=None), http
+        link = _Link(target)
+        client = Client(link, read_timeout_seconds=self.handshake_timeout, cache=None)
+        return client, link, http
 
     async def _own(self, *, task_status: anyio.abc.TaskStatus[Client]) -> None:
         stop = anyio.Event()
@@ -250,7 +402,7 @@ class Downstream:
         started = False
         http = None
         try:
-            client, http = self._make_client()
+            client, self._link, http = self._make_client()
             async with client:
                 started = True
                 task_status.started(client)
@@ -282,7 +434,14 @@ class Downstream:
                     self.name, "unavailable", f"no handshake within {self.handshake_timeout:g}s"
                 ) from None
             except Exception as exc:
-                raise DownstreamError(self.name, "unavailable", _describe(exc)) from None
+                # the handshake's failure may carry the server's words (an error answer to
+                # initialize, an invalid result): they go to the operator's log only
+                self._log(f"cannot connect: {_describe(exc)}")
+                raise DownstreamError(
+                    self.name,
+                    "unavailable",
+                    f"cannot connect ({_kind_of(exc)}; see the proxy's log)",
+                ) from None
             self.connects += 1
             if self.connects > 1:
                 self._log(f"reconnected (connection #{self.connects})")
@@ -292,6 +451,8 @@ class Downstream:
         """Close the current connection (the next request reconnects)."""
         client, stop, closed = self._client, self._stop, self._closed
         self._client = None
+        if self._link is not None:
+            self._link.end("the proxy closed the connection")
         if client is not None and stop is not None and closed is not None:
             stop.set()
             with anyio.move_on_after(10, shield=True):
@@ -314,9 +475,7 @@ class Downstream:
         """Forward one adjudicated call; the answer must be a ``CallToolResult``."""
         client = await self.client()
         result = await self._request(
-            client,
-            "tools/call",
-            client.session.call_tool(name, arguments, read_timeout_seconds=self.timeout),
+            client, "tools/call", client.session.call_tool(name, arguments)
         )
         if not isinstance(result, types.CallToolResult):
             raise DownstreamError(
@@ -325,35 +484,50 @@ class Downstream:
         return result
 
     async def _request(self, client: Client, method: str, awaitable: Any) -> Any:
+        """Await one request under :attr:`timeout` and classify every way it can fail.
+
+        The bound is the proxy's own (the SDK's per-request timeout is longer), so an error
+        with the SDK's timeout code (-32001) is the server's answer, like any other code.
+        """
+        link = self._link
         try:
-            with anyio.fail_after(self.timeout + 1):
+            with anyio.fail_after(self.timeout):
                 return await awaitable
         except TimeoutError:
             raise DownstreamError(
                 self.name, "timeout", f"{method} got no answer within {self.timeout:g}s"
             ) from None
         except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                raise DownstreamError(
-                    self.name, "timeout", f"{method} got no answer within {self.timeout:g}s"
-                ) from None
-            if exc.code == CONNECTION_CLOSED:
-                await self.drop()
-                raise DownstreamError(
-                    self.name, "crashed", f"the connection closed during {method}"
-                ) from None
-            raise DownstreamError(
-                self.name, "protocol", f"{method} returned error {exc.code}: {exc}"
-            ) from None
+            raise await self._error_answer(link, method, exc) from None
         except ValidationError as exc:
+            self._log(f"{method} answer is not valid MCP: {_describe(exc)}")
             raise DownstreamError(
                 self.name, "protocol", f"{method} answer is not valid MCP: {_first_error(exc)}"
             ) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             await self.drop()
-            raise DownstreamError(self.name, "crashed", f"{method}: {_describe(exc)}") from None
+            raise DownstreamError(self.name, "crashed", f"{method}: {_kind_of(exc)}") from None
         except Exception as exc:
-            raise DownstreamError(self.name, "protocol", f"{method}: {_describe(exc)}") from None
+            self._log(f"{method} failed: {_describe(exc)}")
+            raise DownstreamError(
+                self.name, "protocol", f"{method} failed ({_kind_of(exc)}; see the proxy's log)"
+            ) from None
+
+    async def _error_answer(
+        self, link: _Link | None, method: str, exc: MCPError
+    ) -> DownstreamError:
+        """An :class:`MCPError`: the SDK's own report of a transport that ended (a crash),
+        or the server's JSON-RPC error answer (any code, -32000 included)."""
+        if link is not None and link.ended is not None:
+            await self.drop()
+            return DownstreamError(self.name, "crashed", f"{method}: {link.ended}")
+        code = exc.code
+        return DownstreamError(
+            self.name,
+            "error",
+            f"{method} answered JSON-RPC error {code} ({error_class(code)})",
+            remote=exc.error,
+        )
 
     def _log(self, message: str) -> None:
         out = self.errlog if self.errlog is not None else sys.stderr
@@ -361,13 +535,30 @@ class Downstream:
             print(f"fak mcp-proxy: downstream {self.name!r}: {message}", file=out, flush=True)
 
 
+_SAFE_PART = re.compile(r"[A-Za-z0-9_]{1,40}")
+
+
 def _first_error(exc: ValidationError) -> str:
-    errors = exc.errors()
+    """Where and how an answer failed validation, in the proxy's words: the location's
+    parts that are field names or indexes, and pydantic's error type (its message can
+    quote the server's bytes; so can a location part, which is then shown as ``?``)."""
+    errors = exc.errors(include_url=False, include_input=False)
     if not errors:
-        return str(exc)[:200]
+        return "invalid"
     e = errors[0]
-    loc = ".".join(str(p) for p in e.get("loc", ()))
-    return f"{loc}: {e.get('msg', '')}"[:200]
+    loc = ".".join(
+        str(p) if isinstance(p, int) or _SAFE_PART.fullmatch(str(p)) else "?"
+        for p in e.get("loc", ())
+    )
+    kind = str(e.get("type", "invalid"))
+    return f"{loc}: {kind if _SAFE_PART.fullmatch(kind) else 'invalid'}"[:200]
+
+
+def _kind_of(exc: BaseException) -> str:
+    """The innermost exception's type name: what failed, never what it said."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return type(exc).__name__
 
 
 def _describe(exc: BaseException) -> str:

@@ -53,7 +53,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--trust-sources",
         action="store_true",
-        help="let the policy's 'sources' table vouch for tool results (default: all untrusted)",
+        help="trust the results of exactly the tools the policy's 'sources' table names "
+        "trusted_local (by their exposed name), nothing built in; error answers are never "
+        "trusted (default: every result untrusted)",
     )
     p.add_argument(
         "--journal",

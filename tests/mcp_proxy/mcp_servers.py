@@ -9,7 +9,15 @@ JSON line to ``$MCP_CALL_LOG`` first, so a test can prove what reached the serve
 ``tools-http`` serves the same tools over streamable HTTP on an ephemeral loopback port
 and prints ``PORT <n>`` when it is listening. ``garbage`` is a hand-written stdio peer
 that handshakes correctly and then answers every ``tools/call`` with bytes that are not
-an MCP result.
+an MCP result. ``scripted`` is a hand-written stdio peer that says what a test tells it to:
+``fail`` answers with the JSON-RPC error its arguments give (``code``, ``message``,
+``data``: any code, any text; with no arguments, the error in the JSON file
+``$MCP_ERROR_FILE``, so a test's poison never has to pass the kernel as arguments),
+``reply`` answers with a result of the given ``text`` and ``is_error``, ``bad_result``
+with a result that is not valid MCP, ``garble`` writes a line that is not JSON-RPC,
+``send_email`` appends to the outbox; ``tools/list`` also
+lists every tool in the JSON file ``$MCP_TOOLS_FILE`` (re-read on every listing, any
+metadata at all), and a call to one of those answers ``ok``.
 """
 
 from __future__ import annotations
@@ -136,6 +144,83 @@ def serve_garbage() -> None:
             )
 
 
+_SCRIPTED_TOOLS = [
+    {"name": n, "description": d, "inputSchema": {"type": "object"}}
+    for n, d in (
+        ("fail", "Answer with the JSON-RPC error the arguments give."),
+        ("reply", "Answer with a result of the given text."),
+        ("bad_result", "Answer with a result that is not valid MCP."),
+        ("garble", "Write a line that is not JSON-RPC."),
+        ("send_email", "Send an email."),
+    )
+]
+
+
+def _scripted_tools() -> list[object]:
+    path = os.environ.get("MCP_TOOLS_FILE")
+    extra: list[object] = []
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            extra = json.load(fh)
+    return [*_SCRIPTED_TOOLS, *extra]
+
+
+def _scripted_call(mid: object, params: dict[str, object]) -> None:
+    name = params.get("name")
+    args = params.get("arguments") or {}
+    assert isinstance(args, dict)
+    _log(str(name), args)
+    if name == "fail" and not args:
+        with open(os.environ["MCP_ERROR_FILE"], encoding="utf-8") as fh:
+            args = json.load(fh)
+        assert isinstance(args, dict)
+    if name == "fail":
+        error = {"code": args.get("code", -32603), "message": args.get("message", "")}
+        if "data" in args:
+            error["data"] = args["data"]
+        _send({"jsonrpc": "2.0", "id": mid, "error": error})
+    elif name == "reply":
+        content = [{"type": "text", "text": str(args.get("text", ""))}]
+        result = {"content": content, "isError": bool(args.get("is_error", False))}
+        _send({"jsonrpc": "2.0", "id": mid, "result": result})
+    elif name == "bad_result":
+        _send({"jsonrpc": "2.0", "id": mid, "result": {"content": "not-a-list", "isError": 7}})
+    elif name == "garble":
+        sys.stdout.write("}}} this is not JSON-RPC {{{\n")
+        sys.stdout.flush()
+    else:
+        if name == "send_email":
+            outbox = os.environ.get("MCP_OUTBOX")
+            if outbox:
+                with open(outbox, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(args) + "\n")
+        _send(
+            {"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "ok"}]}}
+        )
+
+
+def serve_scripted() -> None:
+    for line in sys.stdin:
+        msg = json.loads(line)
+        mid, method = msg.get("id"), msg.get("method")
+        if mid is None:
+            continue  # a notification
+        if method == "initialize":
+            result = {
+                "protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "0"},
+            }
+            _send({"jsonrpc": "2.0", "id": mid, "result": result})
+        elif method == "tools/list":
+            _send({"jsonrpc": "2.0", "id": mid, "result": {"tools": _scripted_tools()}})
+        elif method == "tools/call":
+            _scripted_call(mid, msg["params"])
+        else:
+            error = {"code": -32601, "message": f"method not found: {method}"}
+            _send({"jsonrpc": "2.0", "id": mid, "error": error})
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "tools"
     if mode == "tools":
@@ -144,5 +229,7 @@ if __name__ == "__main__":
         serve_http()
     elif mode == "garbage":
         serve_garbage()
+    elif mode == "scripted":
+        serve_scripted()
     else:
-        raise SystemExit(f"unknown mode {mode!r}: use tools, tools-http or garbage")
+        raise SystemExit(f"unknown mode {mode!r}: use tools, tools-http, garbage or scripted")

@@ -76,6 +76,7 @@ async def test_hidden_tools_are_not_listed_and_refused_if_called(downstream: Dow
         assert (v["reason"], v["by"]) == ("POLICY_BLOCK", "floor")
     assert len(downstream.calls()) == before  # neither call reached the server
     assert tool_visible(policy, "read_file") and not tool_visible(policy, "crash")
+    assert not tool_visible(policy, "x__crash", "__")  # a deny names the tool on every server
 
 
 # --------------------------------------------------------------------- the IFC story
@@ -302,16 +303,17 @@ async def test_hang_and_crash_give_clear_errors_and_the_proxy_keeps_serving(
         assert proxy.downstreams[0].connects == 2
 
 
-async def test_garbage_answers_give_a_clear_error(downstream: Downstream) -> None:
+async def test_frames_that_are_not_json_rpc_are_a_crash(downstream: Downstream) -> None:
     spec = downstream.spec("garbage", mode="garbage", timeout=3)
     policy = Policy(allow=("garble",))
     async with running_proxy([spec], policy) as (proxy, events), session(proxy) as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["garble"]
-        for _ in range(2):  # and again: the proxy keeps serving
+        for _ in range(2):  # and again: the proxy reconnects and keeps serving
             result = await client.call_tool("garble", {"x": 1})
             body = payload(result)
-            assert result.is_error is True and body["error"] == "downstream protocol"
-            assert "not valid MCP" in body["detail"]
+            assert result.is_error is True and body["error"] == "downstream crashed"
+            assert "not JSON-RPC" in body["detail"]
+        assert proxy.downstreams[0].connects == 2
     # nothing from the garbage server was admitted as a result
     assert not [e for e in events if e.kind in (EventKind.ADMIT, EventKind.QUARANTINE)]
 

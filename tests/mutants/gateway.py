@@ -15,18 +15,24 @@ from unittest import mock
 
 import mcp_types as types
 import orjson
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 
-from fak_core.calls import ToolCall
+from fak_core.calls import Result, Status, ToolCall
 from fak_core.gateway import turn
+from fak_core.gateway.mcp_downstream import Downstream, DownstreamError, error_class
 from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.turn import Adjudication, ProposedCall
+from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind
 from pytest_fak import mutant
 
 __all__: list[str] = []
 
 _state_module = importlib.import_module("fak_core.gateway.state")
+_floor_module = importlib.import_module("fak_core.floor")
+_proxy_module = importlib.import_module("fak_core.gateway.mcp_proxy")
 _real_render_verdict = _state_module.render_verdict
 _real_adjudicate = GatewayState.adjudicate
 _real_adjudicate_async = GatewayState.adjudicate_async
@@ -203,3 +209,107 @@ def decide_before_route() -> Any:
         return await _real_call_tool(self, session, name, arguments, meta)
 
     return mock.patch.object(McpProxy, "call_tool", call_tool)
+
+
+# ------------------------------------------------------------------------------- D11.1
+@mutant("D11.1/errors-verbatim")
+def errors_verbatim() -> Any:
+    """The original bug: a downstream JSON-RPC error answer reaches the client verbatim
+    (message and data), unscreened and unadmitted, so the session's taint never rises."""
+
+    def admit_error(
+        self: McpProxy,
+        call: ToolCall,
+        verdict: Verdict,
+        exc: DownstreamError,
+        error: types.ErrorData,
+    ) -> types.CallToolResult:
+        payload = {
+            "error": "downstream error answer",
+            "server": exc.server,
+            "tool": call.tool,
+            "code": error.code,
+            "class": error_class(error.code),
+            "message": error.message,
+            "data": error.data,
+            "trace_id": call.trace_id,
+        }
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=orjson.dumps(payload).decode())],
+            is_error=True,
+            _meta={"fak": payload},
+        )
+
+    return mock.patch.object(McpProxy, "_admit_error", admit_error)
+
+
+@mutant("D11.1/server-error-is-crash")
+def server_error_is_crash() -> Any:
+    """The original bug: an error answer with code -32000 (the code the SDK also uses for
+    a closed connection) is read as a crash: the connection is dropped and the client is
+    told the server crashed."""
+    real = Downstream._error_answer
+
+    async def error_answer(
+        self: Downstream, link: Any, method: str, exc: MCPError
+    ) -> DownstreamError:
+        if exc.code == CONNECTION_CLOSED:
+            await self.drop()
+            return DownstreamError(self.name, "crashed", f"the connection closed during {method}")
+        return await real(self, link, method, exc)
+
+    return mock.patch.object(Downstream, "_error_answer", error_answer)
+
+
+@mutant("D11.1/metadata-unscreened")
+def metadata_unscreened() -> Any:
+    """The original bug: tool names, descriptions and schemas from a downstream server are
+    listed to the client as they come (tool poisoning)."""
+
+    def screen_tool(self: McpProxy, name: str, tool: types.Tool) -> str | None:
+        return None
+
+    return mock.patch.object(McpProxy, "screen_tool", screen_tool)
+
+
+# ------------------------------------------------------------------------------- D11.2
+@mutant("D11.2/trust-builtins")
+def trust_builtins() -> Any:
+    """The original bug: with --trust-sources every result is claimed TRUSTED and the
+    kernel's source registry decides, and that registry also trusts built-in names
+    (read_file, cat, Read, ...) the policy never named."""
+
+    def admit_text(self: McpProxy, call: ToolCall, text: str) -> dict[str, Any]:
+        if not self.trust_sources:
+            return self.state.admit(call, text)
+        admitted, v = self.kernel.admit(call, Result(Status.OK, text, taint=Taint.TRUSTED))
+        return {
+            "verdict": self.state.render(v, admitted.meta),
+            "result": {
+                "status": admitted.status.value,
+                "content": admitted.payload,
+                "meta": dict(admitted.meta),
+            },
+            "trace_id": call.trace_id,
+        }
+
+    return mock.patch.object(McpProxy, "_admit_text", admit_text)
+
+
+@mutant("D11.2/prefix-on-aggregated-name")
+def prefix_on_aggregated_name() -> Any:
+    """The original bug: allow_prefix is matched against the whole '<server>__<tool>'
+    name, so a server called 'calculator' satisfies the prefix 'calc' for every tool."""
+
+    def prefix_allows(prefixes: tuple[str, ...], tool: str, separator: str = "") -> bool:
+        return bool(prefixes) and tool.startswith(prefixes)
+
+    @contextlib.contextmanager
+    def both() -> Iterator[None]:
+        with (
+            mock.patch.object(_floor_module, "prefix_allows", prefix_allows),
+            mock.patch.object(_proxy_module, "prefix_allows", prefix_allows),
+        ):
+            yield
+
+    return both()
