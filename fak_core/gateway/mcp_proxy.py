@@ -22,8 +22,8 @@ paged-out content is replaced by the kernel's stub. A JSON-RPC error answer is a
 the same way (its message and every string of its data) and reaches the client only as
 admitted. (``trust_sources=True`` lets the policy's ``sources`` table vouch for a tool's
 results: exactly the tools it names ``trusted_local``, by their exposed name; nothing
-built in, so a downstream ``read_file`` is as untrusted as any tool. Error answers are
-never trusted.)
+built in, so a downstream ``read_file`` is as untrusted as any tool. Error answers and
+``isError`` results are never trusted.)
 
 One client connection is one session, and one session is one trace (``mcp-<id>-<n>``),
 so taint never crosses connections. Every decision is a kernel event: pass a journal (any
@@ -571,7 +571,9 @@ class McpProxy:
     def _admit(
         self, call: ToolCall, verdict: Verdict, answer: types.CallToolResult
     ) -> types.CallToolResult:
-        admitted = self._admit_text(call, _result_text(answer))
+        text = _result_text(answer)
+        # an error result is never trusted, whatever the policy's sources say
+        admitted = self.state.admit(call, text) if answer.is_error else self._admit_text(call, text)
         result = admitted["result"]
         meta = result["meta"]
         how = meta.get("admit", "admitted")

@@ -506,3 +506,27 @@ async def test_fak_mcp_proxy_process_screens_errors_metadata_and_trust(tmp_path:
             "TRUST_VIOLATION"
         )
     assert scripted.calls("lookup") == 0 and scripted.mails() == 0
+
+
+def check_odd_errors(live: Live) -> None:
+    live.proxy.kernel.set_policy(
+        Policy(allow=("fail", "reply"), sources={"reply": "trusted_local"})
+    )
+    # a code past 64 bits is shown as text; data that cannot be shown is omitted, not sent
+    live.scripted.set_error({"code": 2**70, "message": "big", "data": {"k": 2**70}})
+    got = body(live.call(_call, "fail", {}))
+    assert (got["code"], got["class"]) == (str(2**70), "application error")
+    assert got["data"].startswith("(not representable")
+    # a code that is not an integer makes the frame invalid JSON-RPC: a crash
+    live.scripted.set_error({"code": 1.5, "message": "float"})
+    got = body(live.call(_call, "fail", {}))
+    assert got["error"] == "downstream crashed"
+    # an isError result of a trusted source is not trusted
+    result = live.call(_call, "reply", {"text": "failed", "is_error": True})
+    assert live.proxy.kernel.taint(trace_of(result)) == Taint.TAINTED
+    result = live.call(_call, "reply", {"text": "fine"})
+    assert live.proxy.kernel.taint(trace_of(result)) == Taint.TRUSTED
+
+
+def test_odd_error_answers_and_untrusted_error_results(tmp_path: Path) -> None:
+    run_live(tmp_path, check_odd_errors, trust_sources=True)
