@@ -530,3 +530,24 @@ def check_odd_errors(live: Live) -> None:
 
 def test_odd_error_answers_and_untrusted_error_results(tmp_path: Path) -> None:
     run_live(tmp_path, check_odd_errors, trust_sources=True)
+
+
+def test_a_deny_without_the_separator_denies_the_tool_on_every_server() -> None:
+    policy = Policy(
+        allow=("files__send_email", "files__read_file"), deny={"send_email": "POLICY_BLOCK"}
+    )
+    kernel = Kernel(policy)
+    McpProxy(kernel, [DownstreamSpec("files", command="x"), DownstreamSpec("web", command="x")])
+    denied = kernel.decide(ToolCall("files__send_email", "{}", "deny-1"))
+    assert (kernel.kinds.name(denied.kind), kernel.reasons.name(denied.reason)) == (
+        "DENY",
+        "POLICY_BLOCK",
+    )
+    allowed = kernel.decide(ToolCall("files__read_file", "{}", "deny-2"))
+    assert kernel.kinds.name(allowed.kind) == "ALLOW"
+
+
+def test_names_outside_the_proxy_are_matched_as_before() -> None:
+    kernel = Kernel(Policy(allow_prefix=("calc",)))  # no proxy: names are not scoped
+    v = kernel.decide(ToolCall("calculator__add", "{}", "plain-1"))
+    assert kernel.kinds.name(v.kind) == "ALLOW"
