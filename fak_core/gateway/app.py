@@ -29,7 +29,12 @@ from starlette.types import Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
 from fak_core.gateway.mcp_server import build_mcp_server
-from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware, TraceMiddleware
+from fak_core.gateway.middleware import (
+    AuthMiddleware,
+    BodyLimitMiddleware,
+    JournalScopeMiddleware,
+    TraceMiddleware,
+)
 from fak_core.gateway.native import PolicySource, json_response, native_routes
 from fak_core.gateway.openapi import build_openapi
 from fak_core.gateway.state import GatewayState
@@ -178,6 +183,8 @@ def create_app(
             raise ValueError("api_key is empty: pass None to serve without auth")
         middleware.append(Middleware(AuthMiddleware, api_key=api_key))
     middleware.append(Middleware(BodyLimitMiddleware, limit=lambda: state.max_body))
+    if state.journal is not None:
+        middleware.append(Middleware(JournalScopeMiddleware))
 
     app = Starlette(
         routes=routes,
