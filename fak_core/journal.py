@@ -147,21 +147,22 @@ def stored_text(value: Any) -> str:
 
 
 def _stored(value: Any) -> tuple[str, int]:
-    """:func:`stored_text` and an upper bound of its size in UTF-8 bytes."""
+    """:func:`stored_text` and its size in UTF-8 bytes."""
     text = value if isinstance(value, str) else str(value)
     if text.isascii():
         if len(text) <= FIELD_CHARS:
             return text, len(text)
     else:
         try:
-            text.encode("utf-8")
+            size = len(text.encode("utf-8"))
         except UnicodeEncodeError:
             text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+            size = len(text.encode("utf-8"))
         if len(text) <= FIELD_CHARS:
-            return text, 4 * len(text)
+            return text, size
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     short = f"{text[:_HEAD_CHARS]}…[{len(text)} chars, sha256:{digest}]"
-    return short, 4 * len(short)
+    return short, len(short.encode("utf-8"))
 
 
 @dataclass(slots=True)
