@@ -83,6 +83,7 @@ __all__ = [
     "JournalError",
     "Receipt",
     "VerifyReport",
+    "current_receipt",
     "read_rows",
     "request_scope",
     "stored_text",
@@ -176,6 +177,11 @@ class Receipt:
 _RECEIPT: contextvars.ContextVar[Receipt | None] = contextvars.ContextVar(
     "fak_journal_receipt", default=None
 )
+
+
+def current_receipt() -> Receipt | None:
+    """The current request scope's receipt (None outside a scope)."""
+    return _RECEIPT.get()
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@ import orjson
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.gateway.render import render_verdict
-from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
+from fak_core.journal import JOURNAL_DOWN, Journal, JournalError, current_receipt
 from fak_core.journal import args_digest as journal_args_digest
 from fak_core.journal import request_scope as journal_request_scope
 from fak_core.kernel import Kernel
@@ -317,6 +317,12 @@ class GatewayState:
     def request_scope(self) -> contextlib.AbstractContextManager[Any]:
         """The journal's request scope for one request (a no-op without a journal)."""
         return journal_request_scope() if self.journal is not None else contextlib.nullcontext()
+
+    def journal_refusal(self) -> str | None:
+        """Why the current request's journal scope was refused (None: it was not), so a
+        request can stop before doing more work whose answer is already a refusal."""
+        receipt = current_receipt() if self.journal is not None else None
+        return None if receipt is None else receipt.refused
 
     async def durable(self) -> None:
         """Return once every decision made so far is committed to the journal (group

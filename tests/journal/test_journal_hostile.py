@@ -289,6 +289,7 @@ def test_no_tool_runs_on_an_uncommitted_allow(
                     k.admit(ToolCall("fetch", "{}", big), Result(Status.OK, "r"))
                 syscall(trace, gateway)
             flooded.append(big)
+            k.decide(ToolCall("get_a", "{}", "outside-" + big))  # no scope: never refused
         elif step == "backlog":  # the writer is stuck and others' rows fill the backlog
             blocker = _hold_write_lock(path)
             try:
