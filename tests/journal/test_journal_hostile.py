@@ -20,17 +20,18 @@ import pytest
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
-from fak_core import Kernel, Policy, Result, Status, ToolCall
+from fak_core import Result, Status, ToolCall
 from fak_core.cli import main as fak
 from fak_core.gateway.state import GatewayState
 from fak_core.journal import (
     FIELD_CHARS,
-    Journal,
     JournalError,
     read_rows,
     request_scope,
     verify_files,
 )
+from tests.journal.test_gateway_journal import _break as refuse_inserts
+from tests.journal.test_journal import journaled
 
 READER = textwrap.dedent(
     """
@@ -97,13 +98,6 @@ def series(path: Path) -> list[Path]:
     """The rotated files oldest first, then the live file."""
     rotated = [p for p in path.parent.glob(f"{path.name}.*") if p.suffix[1:].isdigit()]
     return [*sorted(rotated, key=lambda p: int(p.suffix[1:])), path]
-
-
-def journaled(path: Path, **kw: Any) -> tuple[Kernel, Journal]:
-    k = Kernel(Policy(allow=("get_a", "fetch")))
-    j = Journal(path, **kw)
-    j.attach(k)
-    return k, j
 
 
 # ------------------------------------------------------------------------------ C1.3
@@ -302,13 +296,7 @@ def test_no_tool_runs_on_an_uncommitted_allow(
                 blocker.execute("ROLLBACK")
                 blocker.close()
         else:  # the disk refuses every write from now on (a real SQLite error)
-            conn = sqlite3.connect(path)
-            conn.execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON decisions "
-                "BEGIN SELECT RAISE(ABORT, 'the disk refused the write'); END"
-            )
-            conn.commit()
-            conn.close()
+            refuse_inserts(path)
             syscall(trace, gateway)
     with contextlib.suppress(JournalError):  # broken: the rows that could be written are
         j.sync(timeout=5)
