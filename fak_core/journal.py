@@ -56,6 +56,7 @@ import contextlib
 import contextvars
 import hashlib
 import json
+import operator
 import os
 import queue
 import sqlite3
@@ -64,7 +65,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fak_core.calls import ToolCall
 from fak_core.events import Event, EventKind
@@ -120,6 +121,7 @@ CREATE TABLE IF NOT EXISTS decisions (
 CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _FIELDS = ("seq", "ts", "event", "trace", "tool", "args_digest", "verdict", "reason", "by")
+_STORED_FIELDS = _FIELDS[2:]
 _RECORDED = frozenset(
     {EventKind.DECIDE, EventKind.ADMIT, EventKind.QUARANTINE, EventKind.RESULT_DENY}
 )
@@ -164,6 +166,28 @@ def _stored(value: Any) -> tuple[str, int]:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     short = f"{text[:_HEAD_CHARS]}…[{len(text)} chars, sha256:{digest}]"
     return short, len(short.encode("utf-8"))
+
+
+_GET_STORED = operator.itemgetter(*_STORED_FIELDS)
+
+
+def _row_values(fields: dict[str, Any]) -> tuple[tuple[str, ...], int]:
+    """The stored fields of a row, and its size in bytes (fields plus the fixed cost)."""
+    try:  # the common case, checked at once: every field present, short ASCII text
+        values: tuple[str, ...] = _GET_STORED(fields)
+        joined = "".join(values)
+    except (KeyError, TypeError):
+        pass
+    else:
+        if joined.isascii() and max(map(len, values)) <= FIELD_CHARS:
+            return values, _ROW_OVERHEAD + len(joined)
+    size = _ROW_OVERHEAD
+    out: list[str] = []
+    for key in _STORED_FIELDS:
+        text, n = _stored(fields.get(key, ""))
+        out.append(text)
+        size += n
+    return tuple(out), size
 
 
 @dataclass(slots=True)
@@ -237,8 +261,7 @@ def _check_copy(path: Path, seq: int, head: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
+class _Pending(NamedTuple):  # a tuple: the cheapest record to build on the decision path
     ticket: int
     values: tuple[str, ...]
     size: int
@@ -315,12 +338,7 @@ class Journal:
         (the journal's own refusal rows) skips the bounds."""
         if self.error is not None:
             raise JournalError(f"decision journal unavailable: {self.error}")
-        values: list[str] = []
-        size = _ROW_OVERHEAD
-        for key in _FIELDS[2:]:
-            text, n = _stored(fields.get(key, ""))
-            values.append(text)
-            size += n
+        values, size = _row_values(fields)
         receipt = _RECEIPT.get() if bounded else None
         with self._submit_lock:
             if receipt is not None:
@@ -332,7 +350,7 @@ class Journal:
             self._queued_bytes += size
             self._submitted += 1
             ticket = self._submitted
-            self._queue.put(_Pending(ticket, tuple(values), size))
+            self._queue.put(_Pending(ticket, values, size))
         return ticket
 
     def _over(self, receipt: Receipt, size: int) -> str | None:
