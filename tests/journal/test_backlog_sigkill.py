@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from fak_core.journal import read_rows, stored_text, verify_files
 from tests.journal.test_gateway_sigkill import _finish, _start
@@ -67,11 +68,13 @@ def _victim(url: str, answers: dict[str, dict[str, Any]], stop: threading.Event)
             answers[marker] = r.json()
 
 
-def test_a_backlogged_journal_never_lets_a_tool_run_uncommitted(tmp_path: Path) -> None:
+def test_a_backlogged_journal_never_lets_a_tool_run_uncommitted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     journal = tmp_path / "gw.db"
     markers = tmp_path / "markers"
     markers.mkdir()
-    os.environ["FAK_TEST_MARKERS"] = str(markers)  # inherited by the server process
+    monkeypatch.setenv("FAK_TEST_MARKERS", str(markers))  # inherited by the server process
     proc, url = _start(journal, "--tools", TOOLS)
     answers: dict[str, dict[str, Any]] = {}
     attacked: list[Any] = []
