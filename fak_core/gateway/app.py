@@ -183,8 +183,7 @@ def create_app(
             raise ValueError("api_key is empty: pass None to serve without auth")
         middleware.append(Middleware(AuthMiddleware, api_key=api_key))
     middleware.append(Middleware(BodyLimitMiddleware, limit=lambda: state.max_body))
-    if state.journal is not None:
-        middleware.append(Middleware(JournalScopeMiddleware))
+    middleware.append(Middleware(JournalScopeMiddleware))  # also for a journal attached later
 
     app = Starlette(
         routes=routes,

@@ -315,8 +315,8 @@ class GatewayState:
 
     # Durability -------------------------------------------------------------------
     def request_scope(self) -> contextlib.AbstractContextManager[Any]:
-        """The journal's request scope for one request (a no-op without a journal)."""
-        return journal_request_scope() if self.journal is not None else contextlib.nullcontext()
+        """The journal's request scope for one request (harmless without a journal)."""
+        return journal_request_scope()
 
     def journal_refusal(self) -> str | None:
         """Why the current request's journal scope was refused (None: it was not), so a
