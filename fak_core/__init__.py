@@ -19,9 +19,16 @@ from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
-from fak_core.journal import Journal, JournalError, verify_files
+from fak_core.journal import Journal, JournalError, request_scope, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
-from fak_core.kernel import FLOOR_RANK, PREFLIGHT_RANK, SCREEN_RANK, SINK_GATE_RANK, Kernel
+from fak_core.kernel import (
+    FLOOR_RANK,
+    PREFLIGHT_RANK,
+    SCREEN_RANK,
+    SINK_GATE_RANK,
+    DispatchGate,
+    Kernel,
+)
 from fak_core.ledger import MemoryLedger, TaintLedger
 from fak_core.nonblocking import is_nonblocking, nonblocking
 from fak_core.policy import (
@@ -69,6 +76,7 @@ __all__ = [
     "Counters",
     "DeadlineExceeded",
     "DeadlinePool",
+    "DispatchGate",
     "Disposition",
     "Event",
     "EventKind",
@@ -120,5 +128,6 @@ __all__ = [
     "parse_args",
     "parse_policy",
     "policy_digest",
+    "request_scope",
     "verify_files",
 ]

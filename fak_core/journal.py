@@ -15,28 +15,48 @@ before acknowledging never acknowledges a row that a SIGKILL could lose. With
 If the journal cannot be written it fails closed: :meth:`Journal.gate` is an adjudicator
 that then denies every call, so nothing runs unrecorded.
 
+A tool the kernel runs (``syscall``) runs only once its ALLOW is committed:
+:meth:`Journal.attach` installs :meth:`Journal.dispatch_gate` as the kernel's dispatch gate,
+which waits for the commit (at most ``commit_timeout`` seconds) and otherwise refuses the
+run with DENY/JOURNAL_DOWN (the tool never runs; a ``dispatch`` row records the refusal).
+
+The backlog is bounded in bytes. Every stored field is at most ``FIELD_CHARS`` characters
+(a longer one is kept as its head and its SHA-256, :func:`stored_text`), so no row is
+large. A request scope (:meth:`Journal.request`, which every gateway request opens) may
+queue at most ``max_request_bytes``, and nothing is queued in one while the whole backlog
+is over ``max_backlog_bytes``: a row past either bound is not queued, the scope is refused,
+the journal's gate denies its later calls and :meth:`Journal.sync` raises in it, so the
+request is answered DENY/JOURNAL_DOWN (503 on the proxies) and everyone else's rows still
+commit within a bounded wait. Rows recorded outside a request scope (a host calling the
+kernel directly) are never refused.
+
+Rotation (``rotate_bytes``) never loses a row: the live file is copied with
+``VACUUM INTO`` (a consistent snapshot read through SQLite, WAL included, whatever other
+connections or processes are reading), the copy is synced, opened read-only and verified
+(its chain, its last row equal to the last committed one), renamed into place as
+``FILE.n``, and only then are its rows deleted from the live file, in one transaction that
+also records the link to ``FILE.n``. No file of the live journal is renamed or deleted,
+so a reader in another process is never cut off, and no step depends on a WAL
+checkpoint. A copy that fails or does not verify postpones rotation; an interrupted
+rotation (killed after the rename) is finished when the journal is reopened.
+
 The trade-off, and what it costs. "Acknowledged" means a caller was told of a decision:
 the gateway (``fak serve --journal``) awaits :meth:`sync` off the event loop before every
 response that carries a verdict, so an acknowledged row is committed (``normal``: it
 survives SIGKILL of the gateway; ``full``: also a power cut), while the decision itself
 never waits for the disk. Concurrent requests share one commit (group commit), so the
 price under load is a thread hop and a share of a batch, not a commit per request. A row
-decided but not yet acknowledged may be lost by a kill; its caller got no answer. Measured
-by ``benchmarks/soak.py`` on a shared 2-core machine: ``kernel.decide`` 15 µs without a
-journal, 39 µs with one (building the row, the queue put, and the writer thread's share of
-the GIL); a lone decide-then-sync waits 85 µs at p50 (a commit each); at the wire the
-journaled gateway kept 96 % of the unjournaled throughput (230 vs 240 req/s, p50 37 vs
-35 ms, load-generator bound). A tool the kernel runs (``syscall``) waits for its ALLOW to
-be committed before it runs (``durable_dispatch``). Known gap: the kernel isolates its
-subscribers, so a journal that fails in the instant between a decision and its dispatch
-cannot stop that one tool; the response is still refused and every later call denied.
+decided but not yet acknowledged may be lost by a kill; its caller got no answer, and no
+tool ran on it. Figures: ``benchmarks/soak.py`` (see the README).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import json
+import operator
 import os
 import queue
 import sqlite3
@@ -45,7 +65,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fak_core.calls import ToolCall
 from fak_core.events import Event, EventKind
@@ -55,18 +75,34 @@ from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
 __all__ = [
+    "DEFAULT_MAX_BACKLOG_BYTES",
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "FIELD_CHARS",
     "GENESIS",
     "JOURNAL_DOWN",
     "Journal",
     "JournalError",
+    "Receipt",
     "VerifyReport",
+    "current_receipt",
     "read_rows",
+    "request_scope",
+    "stored_text",
     "verify_files",
 ]
 
 GENESIS = "0" * 64
 #: The extension reason a kernel with a failed journal denies with.
 JOURNAL_DOWN = 1900
+#: A stored field longer than this many characters is kept as its head and its SHA-256.
+FIELD_CHARS = 256
+_HEAD_CHARS = 96
+#: Bytes one request scope may queue (its rows as stored, plus a fixed cost per row).
+DEFAULT_MAX_REQUEST_BYTES = 4 << 20
+#: Bytes of queued, uncommitted rows past which no request scope may queue more.
+DEFAULT_MAX_BACKLOG_BYTES = 16 << 20
+#: What a row costs beyond its fields: sequence number, timestamp, two hashes, SQLite.
+_ROW_OVERHEAD = 256
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -85,6 +121,7 @@ CREATE TABLE IF NOT EXISTS decisions (
 CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _FIELDS = ("seq", "ts", "event", "trace", "tool", "args_digest", "verdict", "reason", "by")
+_STORED_FIELDS = _FIELDS[2:]
 _RECORDED = frozenset(
     {EventKind.DECIDE, EventKind.ADMIT, EventKind.QUARANTINE, EventKind.RESULT_DENY}
 )
@@ -105,6 +142,85 @@ def args_digest(call: ToolCall) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def stored_text(value: Any) -> str:
+    """A field as the journal stores it (what its hash covers): its text, or, past
+    :data:`FIELD_CHARS` characters, its head, its length and the SHA-256 of the whole, so
+    no row is large; a lone surrogate is escaped, so every stored value is UTF-8."""
+    return _stored(value)[0]
+
+
+def _stored(value: Any) -> tuple[str, int]:
+    """:func:`stored_text` and its size in UTF-8 bytes."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isascii():
+        if len(text) <= FIELD_CHARS:
+            return text, len(text)
+    else:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+            size = len(text.encode("utf-8"))
+        if len(text) <= FIELD_CHARS:
+            return text, size
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    short = f"{text[:_HEAD_CHARS]}…[{len(text)} chars, sha256:{digest}]"
+    return short, len(short.encode("utf-8"))
+
+
+_GET_STORED = operator.itemgetter(*_STORED_FIELDS)
+
+
+def _row_values(fields: dict[str, Any]) -> tuple[tuple[str, ...], int]:
+    """The stored fields of a row, and its size in bytes (fields plus the fixed cost)."""
+    try:  # the common case, checked at once: every field present, short ASCII text
+        values: tuple[str, ...] = _GET_STORED(fields)
+        joined = "".join(values)
+    except (KeyError, TypeError):
+        pass
+    else:
+        if joined.isascii() and max(map(len, values)) <= FIELD_CHARS:
+            return values, _ROW_OVERHEAD + len(joined)
+    size = _ROW_OVERHEAD
+    out: list[str] = []
+    for key in _STORED_FIELDS:
+        text, n = _stored(fields.get(key, ""))
+        out.append(text)
+        size += n
+    return tuple(out), size
+
+
+@dataclass(slots=True)
+class Receipt:
+    """One request's share of the journal: the bytes it queued, and why it was refused."""
+
+    queued_bytes: int = 0
+    refused: str | None = None
+
+
+_RECEIPT: contextvars.ContextVar[Receipt | None] = contextvars.ContextVar(
+    "fak_journal_receipt", default=None
+)
+
+
+def current_receipt() -> Receipt | None:
+    """The current request scope's receipt (None outside a scope)."""
+    return _RECEIPT.get()
+
+
+@contextlib.contextmanager
+def request_scope() -> Iterator[Receipt]:
+    """A request scope: rows recorded in it (on this thread, or in any thread or task its
+    context is copied to) count against the journal's ``max_request_bytes``; once one is
+    refused, :meth:`Journal.gate` denies and :meth:`Journal.sync` raises in it."""
+    receipt = Receipt()
+    token = _RECEIPT.set(receipt)
+    try:
+        yield receipt
+    finally:
+        _RECEIPT.reset(token)
+
+
 def _connect(path: Path, durability: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -113,10 +229,42 @@ def _connect(path: Path, durability: str) -> sqlite3.Connection:
     return conn
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
+def _read_only(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _last_row(conn: sqlite3.Connection) -> tuple[int, str] | None:
+    last = conn.execute("SELECT seq, hash FROM decisions ORDER BY seq DESC LIMIT 1").fetchone()
+    return None if last is None else (int(last[0]), str(last[1]))
+
+
+def _check_copy(path: Path, seq: int, head: str) -> str | None:
+    """Why the rotated copy at ``path`` cannot replace rows 1..``seq`` (None: it can)."""
+    report = verify_files([path])
+    if not report.ok:
+        return f"the copy does not verify: {report.describe()}"
+    try:
+        with contextlib.closing(_read_only(path)) as conn:
+            last = _last_row(conn)
+    except sqlite3.Error as exc:
+        return f"the copy cannot be read: {exc}"
+    if last != (seq, head):
+        return f"the copy ends at {last}, not at the last committed row {seq}"
+    return None
+
+
+class _Pending(NamedTuple):  # a tuple: the cheapest record to build on the decision path
     ticket: int
-    fields: dict[str, Any]
+    values: tuple[str, ...]
+    size: int
 
 
 class Journal:
@@ -129,64 +277,116 @@ class Journal:
         durability: str = "normal",
         rotate_bytes: int = 0,
         batch: int = 256,
+        commit_timeout: float = 10.0,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
     ) -> None:
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
+        if not 0 < commit_timeout < float("inf"):
+            raise ValueError(
+                f"commit_timeout must be a positive number of seconds, not {commit_timeout}"
+            )
+        if max_request_bytes < 1 or max_backlog_bytes < 1:
+            raise ValueError("max_request_bytes and max_backlog_bytes must be positive")
         self.path = Path(path)
         self.durability = durability
         self.rotate_bytes = rotate_bytes
         self.batch = max(1, batch)
+        #: Seconds :meth:`sync` (and so a tool's dispatch) waits for a commit by default.
+        self.commit_timeout = commit_timeout
+        self.max_request_bytes = max_request_bytes
+        self.max_backlog_bytes = max_backlog_bytes
         self.error: str | None = None
+        #: Why the last rotation was postponed (None: the last one completed).
+        self.rotation_error: str | None = None
+        self.rotations = 0
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._cond = threading.Condition()
         self._submitted = 0
         self._committed = 0
+        self._queued_bytes = 0
         self._submit_lock = threading.Lock()
+        self._retry_at = 0
+        self._pending_cut: tuple[str, int, str] | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = _connect(self.path, durability)
-            last = self._conn.execute(
-                "SELECT seq, hash FROM decisions ORDER BY seq DESC LIMIT 1"
-            ).fetchone()
+            self._recover_rotation()
+            last = _last_row(self._conn)
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open decision journal {self.path}: {exc}") from None
         if last is None:
             prev = self._meta("prev_file_hash") or GENESIS
             self._seq, self._hash = int(self._meta("first_seq") or 1) - 1, prev
         else:
-            self._seq, self._hash = int(last[0]), str(last[1])
+            self._seq, self._hash = last
         self._thread = threading.Thread(target=self._writer, name="fak-journal", daemon=True)
         self._thread.start()
 
     # ---------------------------------------------------------------- recording
-    def record_fields(self, fields: dict[str, Any]) -> int:
-        """Queue one row (event, trace, tool, args_digest, verdict, reason, by); a ticket."""
+    @staticmethod
+    def request() -> contextlib.AbstractContextManager[Receipt]:
+        """:func:`request_scope` (a request scope is not tied to one journal)."""
+        return request_scope()
+
+    def record_fields(self, fields: dict[str, Any], *, bounded: bool = True) -> int:
+        """Queue one row (event, trace, tool, args_digest, verdict, reason, by); a ticket.
+
+        In a request scope the row is refused (:class:`JournalError`, and the scope is
+        marked refused) past the request's or the backlog's byte bound; ``bounded=False``
+        (the journal's own refusal rows) skips the bounds."""
         if self.error is not None:
             raise JournalError(f"decision journal unavailable: {self.error}")
+        values, size = _row_values(fields)
+        receipt = _RECEIPT.get() if bounded else None
         with self._submit_lock:
+            if receipt is not None:
+                refusal = receipt.refused or self._over(receipt, size)
+                if refusal is not None:
+                    receipt.refused = refusal
+                    raise JournalError(refusal)
+                receipt.queued_bytes += size
+            self._queued_bytes += size
             self._submitted += 1
             ticket = self._submitted
-            self._queue.put(_Pending(ticket, fields))
+            self._queue.put(_Pending(ticket, values, size))
         return ticket
+
+    def _over(self, receipt: Receipt, size: int) -> str | None:
+        if receipt.queued_bytes + size > self.max_request_bytes:
+            return (
+                "decision journal unavailable for this request: its rows are over the "
+                f"{self.max_request_bytes}-byte limit per request; send fewer tool calls "
+                "or tool results in one request"
+            )
+        if self._queued_bytes + size > self.max_backlog_bytes:
+            return (
+                "decision journal unavailable: over "
+                f"{self.max_backlog_bytes} bytes of rows are waiting to be committed; "
+                "retry shortly"
+            )
+        return None
+
+    @property
+    def queued_bytes(self) -> int:
+        """Bytes of rows queued and not yet committed (the backlog)."""
+        return self._queued_bytes
 
     def attach(self, kernel: Any, *, durable_dispatch: bool = True) -> None:
         """Record the kernel's decisions and admissions, and fail it closed if writing fails.
 
-        With ``durable_dispatch`` (the default) a tool the kernel runs waits, on its
-        dispatch, until its ALLOW is committed: no tool runs on an unrecorded decision.
+        With ``durable_dispatch`` (the default) :meth:`dispatch_gate` becomes a dispatch
+        gate of the kernel: no tool runs before its ALLOW is committed.
         """
         names = kernel.reasons
         kinds = kernel.kinds
         if names.name(JOURNAL_DOWN) != "JOURNAL_DOWN":
             names.register(JOURNAL_DOWN, "JOURNAL_DOWN", Disposition.ESCALATE)
 
-        # Non-blocking for the events a decision emits (DECIDE, DENY: a row is queued for the
-        # writer thread); only DISPATCH, which a syscall emits after deciding, waits.
+        # Non-blocking: a row is queued for the writer thread, nothing waits here.
         @nonblocking
         def on_event(event: Event) -> None:
-            if event.kind is EventKind.DISPATCH and durable_dispatch:
-                self.sync()
-                return
             if event.kind not in _RECORDED or event.verdict is None:
                 return
             v = event.verdict
@@ -204,27 +404,67 @@ class Journal:
 
         kernel.subscribe(on_event)
         kernel.add_adjudicator(self.gate, -1000, name="journal")
+        if durable_dispatch:
+            kernel.add_dispatch_gate(self.dispatch_gate)
 
     @nonblocking
     def gate(self, view: CallView) -> Verdict:
-        """DEFER while the journal is healthy; DENY everything once it cannot be written."""
+        """DEFER while the journal is healthy; DENY everything once it cannot be written,
+        and every call of a request scope that was refused."""
         if self.error is None:
-            return _HEALTHY
-        return Verdict.deny(
-            JOURNAL_DOWN, "journal", claim=f"decision journal unavailable: {self.error}"
-        )
+            receipt = _RECEIPT.get()
+            if receipt is None or receipt.refused is None:
+                return _HEALTHY
+            claim = receipt.refused
+        else:
+            claim = f"decision journal unavailable: {self.error}"
+        return Verdict.deny(JOURNAL_DOWN, "journal", claim=claim)
 
-    def sync(self, timeout: float = 10.0) -> int:
-        """Wait until every row recorded before this call is committed; the committed count."""
+    def dispatch_gate(self, call: ToolCall, verdict: Verdict) -> Verdict | None:
+        """None once every row recorded so far (``call``'s ALLOW among them) is committed.
+        Otherwise (a failure, a refused request, no commit within ``commit_timeout``) a
+        DENY/JOURNAL_DOWN: the kernel does not run the tool, and a ``dispatch`` row
+        records the refusal."""
+        try:
+            self.sync()
+        except JournalError as exc:
+            refusal = Verdict.deny(
+                JOURNAL_DOWN, "journal", claim=f"{exc}; the tool {call.tool!r} did not run"
+            )
+            with contextlib.suppress(JournalError):
+                self.record_fields(
+                    {
+                        "event": "dispatch",
+                        "trace": call.trace_id,
+                        "tool": call.tool,
+                        "args_digest": args_digest(call),
+                        "verdict": "DENY",
+                        "reason": "JOURNAL_DOWN",
+                        "by": "journal",
+                    },
+                    bounded=False,
+                )
+            return refusal
+        return None
+
+    def sync(self, timeout: float | None = None) -> int:
+        """Wait until every row recorded before this call is committed; the committed count.
+
+        Raises :class:`JournalError` when the journal failed, when the current request
+        scope was refused, or after ``timeout`` seconds (default ``commit_timeout``)."""
+        receipt = _RECEIPT.get()
+        if receipt is not None and receipt.refused is not None:
+            raise JournalError(receipt.refused)
+        limit = self.commit_timeout if timeout is None else timeout
         target = self._submitted
         with self._cond:
             ok = self._cond.wait_for(
-                lambda: self._committed >= target or self.error is not None, timeout
+                lambda: self._committed >= target or self.error is not None, limit
             )
             if self.error is not None:
                 raise JournalError(f"decision journal unavailable: {self.error}")
             if not ok:
-                raise JournalError(f"decision journal did not commit within {timeout} s")
+                raise JournalError(f"decision journal did not commit within {limit:g} s")
             return self._committed
 
     def close(self) -> None:
@@ -232,10 +472,7 @@ class Journal:
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout=30)
-        with self._cond:
-            if self.error is None:
-                self.error = "the journal is closed"
-            self._cond.notify_all()
+        self._fail("the journal is closed")
         with contextlib.suppress(sqlite3.Error):
             self._conn.close()
 
@@ -250,7 +487,19 @@ class Journal:
         row = self._conn.execute("SELECT value FROM journal_meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    def _fail(self, why: str) -> None:
+        with self._cond:
+            if self.error is None:
+                self.error = why
+            self._cond.notify_all()
+
     def _writer(self) -> None:
+        try:
+            self._drain()
+        except BaseException as exc:  # never die silently: fail closed instead
+            self._fail(f"the writer stopped: {type(exc).__name__}: {exc}")
+
+    def _drain(self) -> None:
         stop = False
         while not stop:
             item = self._queue.get()
@@ -279,7 +528,7 @@ class Journal:
         ts = datetime.now(UTC).isoformat(timespec="microseconds")
         for it in items:
             seq += 1
-            row = {"seq": seq, "ts": ts, **{k: str(it.fields.get(k, "")) for k in _FIELDS[2:]}}
+            row = {"seq": seq, "ts": ts, **dict(zip(_FIELDS[2:], it.values, strict=True))}
             h = row_hash(prev, row)
             rows.append((*(row[k] for k in _FIELDS), prev, h))
             prev = h
@@ -294,49 +543,105 @@ class Journal:
         except (sqlite3.Error, OSError) as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
-            with self._cond:
-                self.error = f"write failed: {exc}"
-                self._cond.notify_all()
+            self._fail(f"write failed: {exc}")
             return
         self._seq, self._hash = seq, prev
+        done = sum(it.size for it in items)
+        with self._submit_lock:
+            self._queued_bytes -= done
         with self._cond:
             self._committed = items[-1].ticket
             self._cond.notify_all()
-        if self.rotate_bytes and self._size() > self.rotate_bytes:
-            self._rotate()
+        if self._pending_cut is not None:
+            self._cut()
+        elif self.rotate_bytes:
+            size = self._size()
+            if size > self.rotate_bytes and size > self._retry_at:
+                self._rotate()
 
     def _size(self) -> int:
-        wal = Path(str(self.path) + "-wal")
+        """Bytes of the live journal's pages in use (WAL included; free pages left out)."""
         try:
-            return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
-        except OSError:
+            (pages,) = self._conn.execute("PRAGMA page_count").fetchone()
+            (free,) = self._conn.execute("PRAGMA freelist_count").fetchone()
+            (page,) = self._conn.execute("PRAGMA page_size").fetchone()
+        except sqlite3.Error:
             return 0
+        return (int(pages) - int(free)) * int(page)
+
+    def _postpone(self, why: str) -> None:
+        self.rotation_error = why
+        self._retry_at = self._size() + self.rotate_bytes
 
     def _rotate(self) -> None:
+        """Copy the live file to the next ``FILE.n`` (through SQLite), verify the copy,
+        rename it into place, and only then cut its rows from the live file."""
+        seq, head = self._seq, self._hash
+        n = 1
+        while Path(f"{self.path}.{n}").exists():
+            n += 1
+        target = Path(f"{self.path}.{n}")
+        tmp = target.with_name(f".{target.name}.tmp")
         try:
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._conn.close()
-            n = 1
-            while Path(f"{self.path}.{n}").exists():
-                n += 1
-            os.replace(self.path, f"{self.path}.{n}")
-            for suffix in ("-wal", "-shm"):
-                Path(str(self.path) + suffix).unlink(missing_ok=True)
-            self._conn = _connect(self.path, self.durability)
+            tmp.unlink(missing_ok=True)
+            self._conn.execute("VACUUM INTO ?", (str(tmp),))
+            _fsync(tmp)
+            problem = _check_copy(tmp, seq, head)
+            if problem is not None:
+                raise JournalError(problem)
+            os.replace(tmp, target)
+            _fsync(target.parent)
+        except (sqlite3.Error, OSError, JournalError) as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            self._postpone(f"rotation to {target.name} postponed: {exc}")
+            return
+        self._pending_cut = (target.name, seq, head)
+        self._cut()
+
+    def _cut(self) -> None:
+        """Delete the rows a verified rotated file holds and link the live file to it (one
+        transaction); if that fails the cut is retried after the next commit."""
+        assert self._pending_cut is not None
+        name, seq, head = self._pending_cut
+        try:
             self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("DELETE FROM decisions WHERE seq <= ?", (seq,))
             self._conn.executemany(
-                "INSERT INTO journal_meta (key, value) VALUES (?, ?)",
-                [
-                    ("prev_file_hash", self._hash),
-                    ("first_seq", str(self._seq + 1)),
-                    ("prev_file", f"{self.path.name}.{n}"),
-                ],
+                "INSERT OR REPLACE INTO journal_meta (key, value) VALUES (?, ?)",
+                [("prev_file_hash", head), ("first_seq", str(seq + 1)), ("prev_file", name)],
             )
             self._conn.execute("COMMIT")
-        except (sqlite3.Error, OSError) as exc:
-            with self._cond:
-                self.error = f"rotation failed: {exc}"
-                self._cond.notify_all()
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            self.rotation_error = f"rotation to {name} not finished (retried): {exc}"
+            return
+        self._pending_cut = None
+        self.rotation_error = None
+        self.rotations += 1
+
+    def _recover_rotation(self) -> None:
+        """Finish a rotation that was killed after renaming its copy and before the cut:
+        the newest ``FILE.n`` is not linked yet and its last row is in the live file."""
+        n = 1
+        while Path(f"{self.path}.{n}").exists():
+            n += 1
+        newest = Path(f"{self.path}.{n - 1}")
+        if n == 1 or self._meta("prev_file") == newest.name:
+            return
+        try:
+            with contextlib.closing(_read_only(newest)) as conn:
+                last = _last_row(conn)
+        except sqlite3.Error:
+            return
+        if last is None:
+            return
+        here = self._conn.execute("SELECT hash FROM decisions WHERE seq = ?", (last[0],))
+        row = here.fetchone()
+        if row is not None and str(row[0]) == last[1]:
+            self._pending_cut = (newest.name, *last)
+            self._cut()
 
 
 _HEALTHY = Verdict.defer("journal")

@@ -11,6 +11,11 @@ ERROR result ("tool X timed out after Ns") when the tool is late. A Python threa
 be killed: the late tool keeps its worker until it returns (its result is then dropped).
 :attr:`Kernel.stuck_tools` counts such workers; once every worker is stuck, further tool
 calls wait in the queue and time out the same way (they never start late).
+
+Dispatch gates (:meth:`Kernel.add_dispatch_gate`) run after the decision and before the
+tool: each may refuse the run with a verdict (the decision journal's gate refuses until
+the call's ALLOW is committed). Unlike a subscriber, a gate is not isolated: a gate that
+refuses or raises stops the tool, and the call is answered with that refusal.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from fak_core.verdicts import (
 from fak_core.view import CallView
 
 __all__ = [
+    "DispatchGate",
     "PREFLIGHT_RANK",
     "RATE_LIMIT_RANK",
     "FLOOR_RANK",
@@ -75,6 +81,8 @@ FLOOR_RANK = 100
 SCREEN_RANK = 10
 
 Tool = Callable[[dict[str, Any]], Any]
+#: ``gate(call, verdict)`` before a tool runs: None lets it run, a verdict refuses it.
+DispatchGate = Callable[[ToolCall, Verdict], Verdict | None]
 
 _ALLOW = VerdictKind.ALLOW
 _DENY = VerdictKind.DENY
@@ -126,6 +134,7 @@ class Kernel:
         self._admitters: list[Registration] = []
         self._witnesses: list[tuple[str, WitnessResolver]] = []
         self._subscribers: tuple[Subscriber, ...] = ()
+        self._dispatch_gates: tuple[DispatchGate, ...] = ()
         self._chains: dict[str, tuple[Adjudicator, ...]] = {}
         self._default_chain: tuple[Adjudicator, ...] = ()
         self._result_chains: dict[str, tuple[ResultAdmitter, ...]] = {}
@@ -273,6 +282,13 @@ class Kernel:
                 self._subscribers = tuple(s for s in self._subscribers if s is not subscriber)
 
         return unsubscribe
+
+    def add_dispatch_gate(self, gate: DispatchGate) -> None:
+        """Run ``gate(call, verdict)`` before every tool :meth:`syscall` (or
+        :meth:`run_authorized`) would run: None lets the tool run; a verdict (or an
+        exception) refuses it, and the call is answered with that refusal, a DENY."""
+        with self._lock:
+            self._dispatch_gates = (*self._dispatch_gates, gate)
 
     @staticmethod
     def _build(regs: list[Registration]) -> tuple[tuple[Any, ...], dict[str, tuple[Any, ...]]]:
@@ -437,9 +453,32 @@ class Kernel:
                 Reason.UNKNOWN_TOOL, "kernel", claim=f"no tool named {call.tool!r} is registered"
             )
             return self.deny_result(unknown), unknown
+        refusal = self._dispatch_refusal(call, verdict)
+        if refusal is not None:
+            return self.deny_result(refusal), refusal
         result = self._run(call, fn)
         admitted, _ = self.admit(call, result)
         return admitted, verdict
+
+    def _dispatch_refusal(self, call: ToolCall, verdict: Verdict) -> Verdict | None:
+        """The first dispatch gate's refusal (as a DENY), or None: the tool may run."""
+        for gate in self._dispatch_gates:
+            try:
+                refusal = gate(call, verdict)
+            except Exception as exc:
+                claim = f"a dispatch gate raised {type(exc).__name__}: {exc}"[:512]
+                refusal = Verdict.deny(Reason.DEFAULT_DENY, "kernel", claim=claim)
+            if refusal is None:
+                continue
+            if refusal.kind != _DENY:
+                refusal = Verdict.deny(
+                    refusal.reason or Reason.DEFAULT_DENY, refusal.by, claim=refusal.claim
+                )
+            self.counters.denies += 1
+            if self._subscribers:
+                self._emit(EventKind.DENY, call, refusal)
+            return refusal
+        return None
 
     def _run(self, call: ToolCall, fn: Tool) -> Result:
         self.counters.dispatches += 1

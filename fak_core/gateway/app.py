@@ -29,7 +29,12 @@ from starlette.types import Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
 from fak_core.gateway.mcp_server import build_mcp_server
-from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware, TraceMiddleware
+from fak_core.gateway.middleware import (
+    AuthMiddleware,
+    BodyLimitMiddleware,
+    JournalScopeMiddleware,
+    TraceMiddleware,
+)
 from fak_core.gateway.native import PolicySource, json_response, native_routes
 from fak_core.gateway.openapi import build_openapi
 from fak_core.gateway.state import GatewayState
@@ -178,6 +183,7 @@ def create_app(
             raise ValueError("api_key is empty: pass None to serve without auth")
         middleware.append(Middleware(AuthMiddleware, api_key=api_key))
     middleware.append(Middleware(BodyLimitMiddleware, limit=lambda: state.max_body))
+    middleware.append(Middleware(JournalScopeMiddleware))  # also for a journal attached later
 
     app = Starlette(
         routes=routes,

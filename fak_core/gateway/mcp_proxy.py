@@ -445,7 +445,18 @@ class McpProxy:
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None = None,
     ) -> types.CallToolResult:
-        """Adjudicate, forward if allowed, admit the answer: the whole ``tools/call`` path."""
+        """Adjudicate, forward if allowed, admit the answer: the whole ``tools/call`` path
+        (in one journal request scope)."""
+        with self.state.request_scope():
+            return await self._call_tool(session, name, arguments, meta)
+
+    async def _call_tool(
+        self,
+        session: ProxySession,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+    ) -> types.CallToolResult:
         witness = meta.get(WITNESS_META_KEY) if meta else None
         try:
             call = self.state.build_call(

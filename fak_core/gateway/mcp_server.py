@@ -121,6 +121,12 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
         name = params.name
         doc = dict(params.arguments or {})
         header_trace = _header_trace(ctx)
+        with state.request_scope():  # one journal request scope per tool call
+            return await _call(name, doc, header_trace)
+
+    async def _call(
+        name: str, doc: dict[str, Any], header_trace: str | None
+    ) -> types.CallToolResult:
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)

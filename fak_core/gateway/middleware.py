@@ -10,6 +10,8 @@ They wrap every route (fak-native, proxies, MCP) so each rule holds everywhere:
   constant time), else 401.
 - :class:`BodyLimitMiddleware`: a body over the cap is refused with 413, by its declared
   ``Content-Length`` or, for chunked or lying bodies, by counting what arrives.
+- :class:`JournalScopeMiddleware`: each request (its streamed body included) runs in one
+  decision-journal request scope, so no request can queue more than its share of rows.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from urllib.parse import quote
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
+from fak_core.journal import request_scope
 
 __all__ = [
     "AuthMiddleware",
     "BodyLimitMiddleware",
+    "JournalScopeMiddleware",
     "TraceMiddleware",
     "TRACE_HEADER",
     "header_value",
@@ -209,3 +213,18 @@ class BodyLimitMiddleware:
             code="request_too_large",
         )
         await response(scope, receive, send)
+
+
+class JournalScopeMiddleware:
+    """Run each HTTP request, its streamed response included, in one journal request scope
+    (:func:`fak_core.journal.request_scope`): the rows it records are bounded in bytes."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        with request_scope():
+            await self.app(scope, receive, send)

@@ -17,11 +17,17 @@ runs its tool. A decision that cannot wait, because every part of it is declared
 :func:`~fak_core.nonblocking.nonblocking` (the kernel's built-in chain is), on arguments
 of at most ``INLINE_ARGS_BYTES``, is decided inline instead: it cannot hang, and a thread
 hop each way would cost more than the decision.
+
+Each request runs in a journal request scope (:func:`fak_core.journal.request_scope`, opened
+by the HTTP middleware and by each MCP tool call); a decision on a worker thread runs in a
+copy of the caller's context, so its rows count against its request's byte bound, and a
+request whose rows were refused is answered DENY/JOURNAL_DOWN.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import json
 import threading
@@ -34,8 +40,9 @@ import orjson
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.gateway.render import render_verdict
-from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
+from fak_core.journal import JOURNAL_DOWN, Journal, JournalError, current_receipt
 from fak_core.journal import args_digest as journal_args_digest
+from fak_core.journal import request_scope as journal_request_scope
 from fak_core.kernel import Kernel
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
@@ -215,7 +222,11 @@ class GatewayState:
         if timeout is None or self._inline(call):
             return self.kernel.decide(call)
         try:
-            return self._deciders.run(self.kernel.decide, call, timeout=timeout)
+            ctx = contextvars.copy_context()  # the request's journal scope goes along
+            verdict: Verdict = self._deciders.run(
+                ctx.run, self.kernel.decide, call, timeout=timeout
+            )
+            return verdict
         except DeadlineExceeded:
             return self._late(call)
 
@@ -227,7 +238,8 @@ class GatewayState:
         if timeout is None or self._inline(call):
             return self.kernel.decide(call)
         try:
-            return await self._deciders.arun(self.kernel.decide, call, timeout=timeout)
+            ctx = contextvars.copy_context()
+            return await self._deciders.arun(ctx.run, self.kernel.decide, call, timeout=timeout)
         except DeadlineExceeded:
             return self._late(call)
 
@@ -237,7 +249,11 @@ class GatewayState:
         if timeout is None:
             return self.kernel.authorize(call)
         try:
-            return self._deciders.run(self.kernel.authorize, call, timeout=timeout)
+            ctx = contextvars.copy_context()
+            out: tuple[ToolCall, Verdict, bool] = self._deciders.run(
+                ctx.run, self.kernel.authorize, call, timeout=timeout
+            )
+            return out
         except DeadlineExceeded:
             return call, self._late(call), False
 
@@ -298,6 +314,16 @@ class GatewayState:
         }
 
     # Durability -------------------------------------------------------------------
+    def request_scope(self) -> contextlib.AbstractContextManager[Any]:
+        """The journal's request scope for one request (harmless without a journal)."""
+        return journal_request_scope()
+
+    def journal_refusal(self) -> str | None:
+        """Why the current request's journal scope was refused (None: it was not), so a
+        request can stop before doing more work whose answer is already a refusal."""
+        receipt = current_receipt() if self.journal is not None else None
+        return None if receipt is None else receipt.refused
+
     async def durable(self) -> None:
         """Return once every decision made so far is committed to the journal (group
         commit, waited for off the event loop); :class:`JournalError` if it cannot be.

@@ -132,6 +132,9 @@ class WireProxy:
                 headers=headers,
             )
         results, body = await admit_inbound(state, doc, self.inbound(doc), trace, raw)
+        refused = state.journal_refusal()  # the turn's rows were over its share: no upstream
+        if refused is not None:
+            return self.error(503, refused, code="journal_unavailable", headers=headers)
         client_headers = {k.lower(): v for k, v in request.headers.items()}
         if doc.get("stream") is True:
             return await self._stream(body, client_headers, trace, results, headers)

@@ -207,3 +207,41 @@ def test_a_tool_runs_only_once_its_allow_is_committed(journal_path: Path) -> Non
         t.join(TIMEOUT)
     assert not ran_early, "the tool ran before its ALLOW was committed"
     assert seen and "run" in seen[0]  # the tool saw its own decision already in the journal
+
+
+def test_a_request_over_its_journal_share_is_refused_and_others_are_not(
+    journal_path: Path,
+) -> None:
+    """Each HTTP request (and each MCP tool call) is one journal request scope: a proxied
+    turn whose admissions would queue more than ``max_request_bytes`` is answered 503
+    ``journal_unavailable``, and the next request, on any surface, is decided as usual."""
+    upstream = ScriptedUpstream()
+    upstream.reset(Script(text="ok", calls=[("get_user", {"id": 1})]))
+    state = GatewayState(make_kernel())
+    journal = Journal(journal_path, max_request_bytes=16 << 10)
+    journal.attach(state.kernel)
+    state.journal = journal
+    config = UpstreamConfig(
+        base_url="http://up/v1", transport=httpx.ASGITransport(app=upstream.app)
+    )
+    app = create_app(state, extra_routes=proxy_routes(state, config))
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": "get_user", "arguments": "{}"}}
+        for i in range(200)
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "who?"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": f"c{i}", "content": "x"} for i in range(200)),
+    ]
+    with serve_app(app) as url, httpx.Client(base_url=url, timeout=TIMEOUT) as c:
+        big = c.post("/v1/chat/completions", json={"model": "m", "messages": messages})
+        assert big.status_code == 503, big.text
+        assert "16384-byte limit per request" in big.text
+        small = c.post("/v1/chat/completions", json={"model": "m", "messages": messages[:1]})
+        assert small.status_code == 200 and small.json()["choices"][0]["message"]["tool_calls"]
+        assert _native(c, "after")["adjudicate"]["verdict"]["kind"] == "ALLOW"
+        assert anyio.run(_mcp, url, "after-mcp")["verdict"]["kind"] == "ALLOW"
+    journal.close()
+    assert {"after", "after-mcp"} <= _traces(journal_path)
+    assert verify_files([journal_path]).ok

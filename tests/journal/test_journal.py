@@ -19,7 +19,14 @@ from hypothesis import strategies as st
 from fak_core import Kernel, Policy, Result, Status, ToolCall, VerdictKind
 from fak_core import journal as journal_module
 from fak_core.cli import main as fak
-from fak_core.journal import Journal, JournalError, read_rows, verify_files
+from fak_core.journal import (
+    FIELD_CHARS,
+    Journal,
+    JournalError,
+    read_rows,
+    stored_text,
+    verify_files,
+)
 
 
 def journaled(path: Path, **kw: object) -> tuple[Kernel, Journal]:
@@ -346,3 +353,19 @@ def test_a_rotated_series_verifies_only_whole_and_in_order(tmp_path: Path) -> No
     assert [int(r["seq"]) for f in files for r in read_rows(f)] == list(range(1, 13))
     assert not verify_files([files[0], *files[2:]]).ok  # a file missing from the middle
     assert not verify_files([files[1], files[0], *files[2:]]).ok  # two files swapped
+
+
+def test_stored_fields_are_bounded_and_valid_utf8(tmp_path: Path) -> None:
+    """A huge or invalid trace id costs a bounded, valid field; the chain still verifies."""
+    assert stored_text("short") == "short"
+    long = "é" * 70_000
+    kept = stored_text(long)
+    assert len(kept) <= FIELD_CHARS and kept.startswith("é" * 96) and "70000 chars" in kept
+    assert stored_text("a\ud800b") == "a\\ud800b"  # a lone surrogate, escaped
+    k, j = journaled(tmp_path / "j.db")
+    k.decide(ToolCall("get_a", "{}", long))
+    k.decide(ToolCall("get_a", "{}", "lone \udfff"))
+    j.close()
+    rows = list(read_rows(tmp_path / "j.db"))
+    assert [r["trace"] for r in rows] == [kept, "lone \\udfff"]
+    assert verify_files([tmp_path / "j.db"]).ok

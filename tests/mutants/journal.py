@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
+import os
+import sqlite3
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from fak_core.journal import Journal
+from fak_core.journal import Journal, JournalError
+from fak_core.kernel import Kernel
 from pytest_fak.mutants import mutant
 from tests.mutants.sourcepatch import edited
 
@@ -45,11 +50,9 @@ def no_prev_link() -> Any:
 def rotation_restarts_chain() -> Any:
     """A rotated file starts a fresh chain from the genesis hash."""
     return edited(
-        Journal._rotate,
-        (
-            "self._conn = _connect(self.path, self.durability)",
-            "self._conn = _connect(self.path, self.durability); self._hash = GENESIS",
-        ),
+        Journal._cut,
+        ('("prev_file_hash", head)', '("prev_file_hash", GENESIS)'),
+        ("self._pending_cut = None", "self._pending_cut = None; self._hash = GENESIS"),
     )
 
 
@@ -79,3 +82,93 @@ def gate_ignores_failure() -> Any:
         return healthy
 
     return mock.patch.object(Journal, "gate", gate)
+
+
+# ---------------------------------------------------------------------------------- C1.3
+def _rotate_dropping_wal(self: Journal) -> None:
+    """The rotation this module shipped before C1.3, verbatim in effect: the checkpoint's
+    result is ignored, the live file is renamed and its WAL deleted, unverified."""
+    try:
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._conn.close()
+        n = 1
+        while Path(f"{self.path}.{n}").exists():
+            n += 1
+        os.replace(self.path, f"{self.path}.{n}")
+        for suffix in ("-wal", "-shm"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
+        self._conn = _journal._connect(self.path, self.durability)
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._conn.executemany(
+            "INSERT INTO journal_meta (key, value) VALUES (?, ?)",
+            [
+                ("prev_file_hash", self._hash),
+                ("first_seq", str(self._seq + 1)),
+                ("prev_file", f"{self.path.name}.{n}"),
+            ],
+        )
+        self._conn.execute("COMMIT")
+    except (sqlite3.Error, OSError) as exc:
+        self._fail(f"rotation failed: {exc}")
+
+
+@mutant("C1.3/rotation-drops-wal")
+def rotation_drops_wal() -> Any:
+    """Rotation ignores the checkpoint's result, renames the live file and deletes its WAL
+    before anything verifies the rotated file (the reported bug)."""
+    return mock.patch.object(Journal, "_rotate", _rotate_dropping_wal)
+
+
+@mutant("C1.3/cut-before-verify")
+def cut_before_verify() -> Any:
+    """The rotated copy is the main database file alone (rows still in the WAL are not in
+    it) and the live rows are cut without verifying the copy."""
+    return edited(
+        Journal._rotate,
+        (
+            'self._conn.execute("VACUUM INTO ?", (str(tmp),))',
+            '__import__("shutil").copyfile(self.path, tmp)',
+        ),
+        ("problem = _check_copy(tmp, seq, head)", "problem = None"),
+    )
+
+
+# ---------------------------------------------------------------------------------- C1.4
+@mutant("C1.4/dispatch-swallows-timeout")
+def dispatch_swallows_timeout() -> Any:
+    """The dispatch wait's failure or timeout is swallowed and the tool runs anyway (the
+    kernel used to isolate the subscriber that waited)."""
+
+    def dispatch_gate(self: Journal, call: Any, verdict: Any) -> None:
+        with contextlib.suppress(JournalError):
+            self.sync()
+
+    return mock.patch.object(Journal, "dispatch_gate", dispatch_gate)
+
+
+@mutant("C1.4/kernel-ignores-dispatch-gate")
+def kernel_ignores_dispatch_gate() -> Any:
+    """The kernel consults its dispatch gates but runs the tool whatever they say."""
+    return edited(Kernel._dispatch_refusal, ("if refusal is None:", "if True:"))
+
+
+@mutant("C1.4/request-bound-ignored")
+def request_bound_ignored() -> Any:
+    """A request scope may queue rows without bound (one request monopolises the writer)."""
+    return edited(
+        Journal._over, ("if receipt.queued_bytes + size > self.max_request_bytes:", "if False:")
+    )
+
+
+@mutant("C1.4/backlog-bound-ignored")
+def backlog_bound_ignored() -> Any:
+    """Rows of a request scope are queued however large the uncommitted backlog is."""
+    return edited(
+        Journal._over, ("if self._queued_bytes + size > self.max_backlog_bytes:", "if False:")
+    )
+
+
+@mutant("C1.4/field-uncapped")
+def field_uncapped() -> Any:
+    """Stored fields are kept whole: a 60 KB trace id costs 60 KB in every row."""
+    return mock.patch.object(_journal, "_stored", lambda value: (str(value), len(str(value))))

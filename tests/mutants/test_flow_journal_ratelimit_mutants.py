@@ -14,6 +14,7 @@ import tests.mutants.ratelimit
 from fak_core.flow.compiler import _topological, compile_flow
 from fak_core.flow.task import launch_task
 from fak_core.journal import Journal
+from fak_core.kernel import Kernel
 from fak_core.ratelimit import RateLimiter
 from pytest_fak.mutants import registry
 
@@ -29,15 +30,18 @@ FUNCTIONS = (
     launch_task,
     Journal.__init__,
     Journal._rotate,
+    Journal._cut,
+    Journal._over,
+    Kernel._dispatch_refusal,
     RateLimiter.adjudicate,
     RateLimiter.reset,
 )
 
 
 def test_the_three_modules_register_their_mutants() -> None:
-    assert len(IDS) == 33
+    assert len(IDS) == 40
     assert {i.split("/")[0] for i in IDS} == {
-        "F1.1", "F1.2", "F1.3", "F1.4", "F1.5", "F1.6", "C1.1", "C1.2", "D9",
+        "F1.1", "F1.2", "F1.3", "F1.4", "F1.5", "F1.6", "C1.1", "C1.2", "C1.3", "C1.4", "D9",
     }  # fmt: skip
 
 
