@@ -24,14 +24,19 @@ from urllib.parse import quote
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
+from fak_core.gateway.sessions import trace_id_problem
 
 __all__ = [
     "AuthMiddleware",
     "BodyLimitMiddleware",
     "TraceMiddleware",
+    "MINTED_KEY",
     "TRACE_HEADER",
     "header_value",
 ]
+
+#: The ASGI scope key under which :class:`TraceMiddleware` leaves the trace id it minted.
+MINTED_KEY = "fak.minted_trace"
 
 TRACE_HEADER = "x-trace-id"
 _TRACE_HEADER_B = TRACE_HEADER.encode("latin-1")
@@ -68,7 +73,17 @@ class TraceMiddleware:
             await self.app(scope, receive, send)
             return
         given = _header(scope, _TRACE_HEADER_B)
-        trace = given.strip() if given and given.strip() else self.mint()
+        if given and given.strip():
+            trace = given.strip()
+            problem = trace_id_problem(trace)
+            if problem is not None:
+                await error_response(400, f"X-Trace-Id: {problem}", param="trace_id")(
+                    scope, receive, send
+                )
+                return
+        else:
+            trace = self.mint()
+            scope = {**scope, MINTED_KEY: trace}
         if given != trace:
             headers = [(k, v) for k, v in scope["headers"] if k.lower() != _TRACE_HEADER_B]
             headers.append((_TRACE_HEADER_B, trace.encode("latin-1", "replace")))

@@ -23,7 +23,8 @@ def test_non_ascii_body_trace_is_echoed_percent_encoded_not_a_500(route: str, tr
         assert r.json()["trace_id"] == trace.strip()
         assert unquote(r.headers["x-trace-id"]) == trace.strip()
         # the same trace is the same session: its taint is readable by its own id
-        reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace})
+        own = {"X-Fak-Session": r.headers["x-fak-session"]}
+        reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace}, headers=own)
         assert reset.status_code == 200, reset.text
 
 

@@ -130,11 +130,13 @@ def test_admit_taints_the_session_then_egress_is_denied_then_reset(
     client: TestClient, state: GatewayState
 ) -> None:
     trace = "sess-admit"
-    before = client.get(f"/v1/fak/trace/{trace}").json()
-    assert before == {"trace_id": trace, "taint": "trusted", "dangerous": False}
     email = {"tool": "send_email", "arguments": {"to": "x@example.com"}, "trace_id": trace}
-    clean = client.post("/v1/fak/adjudicate", json=email).json()["verdict"]
-    assert clean["kind"] == "ALLOW"
+    first = client.post("/v1/fak/adjudicate", json=email)
+    assert first.json()["verdict"]["kind"] == "ALLOW"
+    # The first request on a trace claims it and is handed the session's token.
+    own = {"X-Fak-Session": first.headers["x-fak-session"]}
+    before = client.get(f"/v1/fak/trace/{trace}", headers=own).json()
+    assert before == {"trace_id": trace, "taint": "trusted", "dangerous": False}
 
     r = client.post(
         "/v1/fak/admit",
@@ -142,16 +144,16 @@ def test_admit_taints_the_session_then_egress_is_denied_then_reset(
     )
     assert r.status_code == 200
     assert r.json()["result"]["status"] == "OK"
-    after = client.get(f"/v1/fak/trace/{trace}").json()
+    after = client.get(f"/v1/fak/trace/{trace}", headers=own).json()
     assert after == {"trace_id": trace, "taint": "tainted", "dangerous": True}
     assert state.kernel.taint(trace) is Taint.TAINTED
 
     tainted = client.post("/v1/fak/adjudicate", json=email).json()["verdict"]
     assert (tainted["kind"], tainted["reason"]) == ("DENY", "TRUST_VIOLATION")
 
-    reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace})
+    reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace}, headers=own)
     assert reset.json() == {"reset": True, "trace_id": trace}
-    assert client.get(f"/v1/fak/trace/{trace}").json()["taint"] == "trusted"
+    assert client.get(f"/v1/fak/trace/{trace}", headers=own).json()["taint"] == "trusted"
     assert client.post("/v1/fak/adjudicate", json=email).json()["verdict"]["kind"] == "ALLOW"
 
 
@@ -161,7 +163,8 @@ def test_admit_quarantines_a_secret_shaped_result(client: TestClient) -> None:
     body = r.json()
     assert body["verdict"]["kind"] == "QUARANTINE"
     assert secret not in body["result"]["content"]
-    assert client.get("/v1/fak/trace/q1").json()["taint"] == "quarantined"
+    own = {"X-Fak-Session": r.headers["x-fak-session"]}
+    assert client.get("/v1/fak/trace/q1", headers=own).json()["taint"] == "quarantined"
 
 
 def test_principal_header_beats_body(state: GatewayState) -> None:
@@ -441,5 +444,11 @@ def test_blank_means_what_the_openapi_pattern_means(
     else:
         assert r.status_code == 200
         assert r.json()["verdict"]["kind"] == "DENY"  # an unknown tool: a verdict, not a 400
-    reset = client.post("/v1/fak/trace/reset", json={"trace_id": text})
-    assert reset.status_code == (400 if blank else 200)
+    own = {"X-Fak-Session": r.headers.get("x-fak-session", "")} if not blank else {}
+    reset = client.post("/v1/fak/trace/reset", json={"trace_id": text}, headers=own)
+    assert reset.status_code == (400 if blank else 403)  # the tool's request minted the trace
+    if not blank:  # the trace named in the body: its first request claims it
+        claim = client.post("/v1/fak/adjudicate", json={"tool": "echo", "trace_id": text})
+        own = {"X-Fak-Session": claim.headers["x-fak-session"]}
+        reset = client.post("/v1/fak/trace/reset", json={"trace_id": text}, headers=own)
+        assert reset.status_code == 200, reset.text

@@ -203,3 +203,22 @@ def decide_before_route() -> Any:
         return await _real_call_tool(self, session, name, arguments, meta)
 
     return mock.patch.object(McpProxy, "call_tool", call_tool)
+
+
+# ------------------------------------------------------------------------------- D12
+@mutant("D12/sequential-ids")
+def sequential_ids() -> Any:
+    """The gateway mints trace ids from a counter (``gw-1``, ``gw-2``, ...), as it once did:
+    a client guesses the next one."""
+    import itertools
+
+    counter = itertools.count(1)
+    return mock.patch.object(_state_module, "new_trace_id", lambda: f"gw-{next(counter)}")
+
+
+@mutant("D12/reset-without-owner")
+def reset_without_owner() -> Any:
+    """Reading and resetting a trace check no ownership: anyone who names it may."""
+    from fak_core.gateway.sessions import Sessions
+
+    return mock.patch.object(Sessions, "permits", lambda self, trace, token, op: "owner")
