@@ -10,16 +10,22 @@ They wrap every route (fak-native, proxies, MCP) so each rule holds everywhere:
   constant time), else 401.
 - :class:`BodyLimitMiddleware`: a body over the cap is refused with 413, by its declared
   ``Content-Length`` or, for chunked or lying bodies, by counting what arrives.
+- :class:`HostOriginMiddleware`: on every route (the native API, the proxies and ``/mcp``
+  alike), a ``Host`` the gateway does not answer for is a 421 (DNS rebinding), an
+  ``Origin`` that is not one of those hosts is a 403 (cross-site), and a POST with a body
+  that is not ``application/json`` is a 415 (a cross-site ``text/plain`` POST needs no
+  CORS preflight, so it must not be accepted).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import string
-from collections.abc import Callable
-from urllib.parse import quote
+from collections.abc import Callable, Sequence
+from urllib.parse import quote, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -29,6 +35,9 @@ from fak_core.gateway.sessions import trace_id_problem
 __all__ = [
     "AuthMiddleware",
     "BodyLimitMiddleware",
+    "HostOriginMiddleware",
+    "LOOPBACK_NAMES",
+    "allowed_hosts_for",
     "TraceMiddleware",
     "MINTED_KEY",
     "TRACE_HEADER",
@@ -224,3 +233,93 @@ class BodyLimitMiddleware:
             code="request_too_large",
         )
         await response(scope, receive, send)
+
+
+#: The names a gateway bound to loopback answers for (by default).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts_for(bind: str | None, given: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """The host names to answer for: ``given`` (``fak serve --allowed-hosts``) if any, else
+    the loopback names when bound to loopback, else None (no Host or Origin check)."""
+    if given:
+        return tuple(_host_name(h) for h in given if h.strip())
+    if bind is not None and _is_loopback(bind):
+        return LOOPBACK_NAMES
+    return None
+
+
+def _host_name(host: str) -> str:
+    """The name part of a ``Host`` header value or host name (lower case, no port, IPv6
+    without brackets)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() and ":" not in name else host
+
+
+def _is_json(content_type: str | None) -> bool:
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return media == "application/json"
+
+
+class HostOriginMiddleware:
+    """Refuse requests for hosts the gateway does not serve, cross-site origins, and POST
+    bodies that are not JSON. With ``allowed`` None the Host and Origin checks are off
+    (a gateway bound to a public address with no ``--allowed-hosts``)."""
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str] | None) -> None:
+        self.app = app
+        self.allowed = frozenset(allowed) if allowed is not None else None
+
+    def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+        """(status, message, code) for a request this middleware refuses, else None."""
+        allowed = self.allowed
+        if allowed is not None:
+            host = _header(scope, b"host")
+            if host is None or _host_name(host) not in allowed:
+                return (
+                    421,
+                    f"Host {host!r} is not a name this gateway answers for "
+                    f"({', '.join(sorted(allowed))}); add it with fak serve --allowed-hosts",
+                    "invalid_host",
+                )
+            origin = _header(scope, b"origin")
+            if origin is not None:
+                parts = urlsplit(origin.strip())
+                if parts.scheme not in ("http", "https") or (parts.hostname or "") not in allowed:
+                    return (
+                        403,
+                        f"Origin {origin!r} is not allowed: cross-site requests are refused; "
+                        "add the host with fak serve --allowed-hosts",
+                        "invalid_origin",
+                    )
+        if scope.get("method") == "POST" and not _is_json(_header(scope, b"content-type")):
+            length = _header(scope, b"content-length")
+            chunked = _header(scope, b"transfer-encoding") is not None
+            # A Content-Length that is not a number is BodyLimitMiddleware's 400.
+            if chunked or (length is not None and length.strip().isdigit() and int(length) > 0):
+                return (
+                    415,
+                    "a POST body must be sent as Content-Type: application/json, not "
+                    f"{_header(scope, b'content-type')!r}",
+                    "unsupported_media_type",
+                )
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.refusal(scope)
+            if refused is not None:
+                status, message, code = refused
+                await error_response(status, message, code=code)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

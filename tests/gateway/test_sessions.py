@@ -30,7 +30,9 @@ MINTED = re.compile(r"gw-[A-Za-z0-9_-]{22,}")
 
 
 def _client() -> TestClient:
-    return TestClient(create_app(GatewayState(make_kernel()), mcp=False))
+    return TestClient(
+        create_app(GatewayState(make_kernel()), mcp=False), base_url="http://127.0.0.1"
+    )
 
 
 # ---------------------------------------------------------------- minted ids
@@ -131,7 +133,7 @@ def test_a_non_owner_never_reads_or_resets_a_session(
 
 def test_the_operator_key_reads_and_resets_any_session() -> None:
     state = GatewayState(make_kernel(), sessions=Sessions(operator_key="op-secret-123"))
-    with TestClient(create_app(state, mcp=False)) as c:
+    with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as c:
         r = c.post("/v1/fak/admit", json={**UNTRUSTED, "trace_id": "t-op"})
         assert r.status_code == 200
         op = {"X-Fak-Operator-Key": "op-secret-123"}
@@ -191,7 +193,9 @@ def test_every_reset_and_policy_reload_is_a_journal_row(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.db")
     journal.attach(state.kernel)
     state.journal = journal
-    with TestClient(create_app(state, mcp=False, policy_path=policy)) as c:
+    with TestClient(
+        create_app(state, mcp=False, policy_path=policy), base_url="http://127.0.0.1"
+    ) as c:
         r = c.post("/v1/fak/admit", json={**UNTRUSTED, "trace_id": "t-j"})
         own = {"X-Fak-Session": r.headers["x-fak-session"]}
         assert (

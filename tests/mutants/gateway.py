@@ -213,7 +213,10 @@ def sequential_ids() -> Any:
     import itertools
 
     counter = itertools.count(1)
-    return mock.patch.object(_state_module, "new_trace_id", lambda: f"gw-{next(counter)}")
+    def mint() -> str:
+        return f"gw-{next(counter)}"
+
+    return mock.patch.object(_state_module, "new_trace_id", mint)
 
 
 @mutant("D12/reset-without-owner")
@@ -221,4 +224,7 @@ def reset_without_owner() -> Any:
     """Reading and resetting a trace check no ownership: anyone who names it may."""
     from fak_core.gateway.sessions import Sessions
 
-    return mock.patch.object(Sessions, "permits", lambda self, trace, token, op: "owner")
+    def permits(self: Sessions, trace: str, token: str | None, operator: str | None) -> str:
+        return "owner"
+
+    return mock.patch.object(Sessions, "permits", permits)
