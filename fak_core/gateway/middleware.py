@@ -30,7 +30,7 @@ from urllib.parse import quote, urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
-from fak_core.gateway.sessions import trace_id_problem
+from fak_core.gateway.sessions import CALLER, trace_id_problem
 
 __all__ = [
     "AuthMiddleware",
@@ -99,6 +99,8 @@ class TraceMiddleware:
             scope = {**scope, "headers": headers}
         echoed = header_value(trace).encode("ascii")
         started = False
+        client = scope.get("client")
+        CALLER.set((str(client[0]) if client else "", ""))
 
         async def send_with_trace(message: Message) -> None:
             nonlocal started
@@ -166,6 +168,8 @@ class AuthMiddleware:
             )
             await response(scope, receive, send)
             return
+        # The verified credential identifies the caller (a rate limit keyed by credential).
+        CALLER.set((CALLER.get()[0], self.key_digest.hex()[:16]))
         await self.app(scope, receive, send)
 
 

@@ -23,8 +23,10 @@ import hmac
 import secrets
 import threading
 from collections import OrderedDict
+from contextvars import ContextVar
 
 __all__ = [
+    "CALLER",
     "DEFAULT_SESSION_BYTES",
     "MAX_TRACE_BYTES",
     "OPERATOR_HEADER",
@@ -47,6 +49,10 @@ DEFAULT_SESSION_BYTES = 32 << 20
 ENTRY_OVERHEAD = 32 + 96
 #: Bits in the orphan bitmap (fixed size: 2**20 bits is 128 KiB).
 ORPHAN_BITS = 1 << 20
+#: Who sent the request being served: (client address, digest of its verified credential),
+#: set by the gateway's middleware; :meth:`GatewayState.build_call` stamps both on the call
+#: (``meta["client"]``, ``meta["credential"]``) so a rate limit can be keyed by them.
+CALLER: ContextVar[tuple[str, str]] = ContextVar("fak_caller", default=("", ""))
 _MIN_TOKEN = 16
 _MAX_TOKEN = 256
 

@@ -34,6 +34,7 @@ from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.gateway.render import render_verdict
 from fak_core.gateway.sessions import (
+    CALLER,
     MAX_TRACE_BYTES,
     Sessions,
     new_trace_id,
@@ -236,6 +237,11 @@ class GatewayState:
             meta["witness"] = str(witness)
         if principal:
             meta["principal"] = str(principal)
+        client, credential = CALLER.get()  # set by the middleware, never by the body
+        if client:
+            meta["client"] = client
+        if credential:
+            meta["credential"] = credential
         return ToolCall(
             tool.strip(BLANK),
             raw_arguments(arguments),

@@ -213,6 +213,7 @@ def sequential_ids() -> Any:
     import itertools
 
     counter = itertools.count(1)
+
     def mint() -> str:
         return f"gw-{next(counter)}"
 
