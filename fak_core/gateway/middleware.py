@@ -239,6 +239,7 @@ class BodyLimitMiddleware:
         await response(scope, receive, send)
 
 
+_CHECKED = frozenset({b"host", b"origin", b"content-type", b"content-length", b"transfer-encoding"})
 #: The names a gateway bound to loopback answers for (by default).
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
@@ -286,9 +287,14 @@ class HostOriginMiddleware:
 
     def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         """(status, message, code) for a request this middleware refuses, else None."""
+        seen: dict[bytes, str] = {}
+        for key, value in scope.get("headers", ()):  # one pass over the headers
+            key = key.lower()
+            if key in _CHECKED and key not in seen:
+                seen[key] = value.decode("latin-1")
         allowed = self.allowed
         if allowed is not None:
-            host = _header(scope, b"host")
+            host = seen.get(b"host")
             if host is None or _host_name(host) not in allowed:
                 return (
                     421,
@@ -296,7 +302,7 @@ class HostOriginMiddleware:
                     f"({', '.join(sorted(allowed))}); add it with fak serve --allowed-hosts",
                     "invalid_host",
                 )
-            origin = _header(scope, b"origin")
+            origin = seen.get(b"origin")
             if origin is not None:
                 parts = urlsplit(origin.strip())
                 if parts.scheme not in ("http", "https") or (parts.hostname or "") not in allowed:
@@ -306,15 +312,15 @@ class HostOriginMiddleware:
                         "add the host with fak serve --allowed-hosts",
                         "invalid_origin",
                     )
-        if scope.get("method") == "POST" and not _is_json(_header(scope, b"content-type")):
-            length = _header(scope, b"content-length")
-            chunked = _header(scope, b"transfer-encoding") is not None
+        if scope.get("method") == "POST" and not _is_json(seen.get(b"content-type")):
+            length = seen.get(b"content-length")
+            chunked = b"transfer-encoding" in seen
             # A Content-Length that is not a number is BodyLimitMiddleware's 400.
             if chunked or (length is not None and length.strip().isdigit() and int(length) > 0):
                 return (
                     415,
                     "a POST body must be sent as Content-Type: application/json, not "
-                    f"{_header(scope, b'content-type')!r}",
+                    f"{seen.get(b'content-type')!r}",
                     "unsupported_media_type",
                 )
         return None
