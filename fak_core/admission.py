@@ -33,6 +33,8 @@ __all__ = [
 
 DEFAULT_PAGE_OUT_BYTES = 4096
 DEFAULT_HELD_LIMIT = 8192
+#: Bytes of held payloads (UTF-8) before the oldest is evicted.
+DEFAULT_HELD_BYTES = 256 << 20
 BY = "result-screen"
 
 #: Secret shapes: provider keys, cloud keys, private keys, tokens.
@@ -113,25 +115,42 @@ class ResultScreen:
 
 
 class HeldStore:
-    """Bounded store of quarantined and paged-out bytes, oldest evicted first."""
+    """Store of quarantined and paged-out bytes, bounded in count (``limit``) and in bytes
+    (``max_bytes``, UTF-8 payload plus key), oldest evicted first (counted in ``evicted``)."""
 
-    def __init__(self, limit: int = DEFAULT_HELD_LIMIT) -> None:
+    def __init__(self, limit: int = DEFAULT_HELD_LIMIT, max_bytes: int = DEFAULT_HELD_BYTES):
         self.limit = limit if limit >= 1 else DEFAULT_HELD_LIMIT
+        self.max_bytes = max_bytes if max_bytes >= 1 else DEFAULT_HELD_BYTES
         self._items: OrderedDict[str, str] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self._bytes = 0
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.evicted = 0
 
     def hold(self, payload: str, key: str | None = None) -> str:
         """Keep ``payload``; return its id (``q<n>`` unless a key is given)."""
+        size = len(payload.encode("utf-8", "surrogatepass"))
         with self._lock:
             k = key or f"q{next(self._ids)}"
+            self._bytes += size + len(k) - self._sizes.get(k, 0)
+            self._sizes[k] = size + len(k)
             self._items[k] = payload
             self._items.move_to_end(k)
-            while len(self._items) > self.limit:
-                self._items.popitem(last=False)
+            while self._items and (len(self._items) > self.limit or self._bytes > self.max_bytes):
+                old, _ = self._items.popitem(last=False)
+                self._bytes -= self._sizes.pop(old)
                 self.evicted += 1
             return k
+
+    def stats(self) -> dict[str, int]:
+        """Counters for ``/healthz``: held payloads, their bytes and bound, evictions."""
+        return {
+            "held": len(self._items),
+            "held_bytes": self._bytes,
+            "held_bytes_limit": self.max_bytes,
+            "held_evicted": self.evicted,
+        }
 
     def get(self, key: str) -> str | None:
         return self._items.get(key)

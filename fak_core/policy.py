@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
 from fak_core.ratelimit import KEYS as RATE_KEYS
 from fak_core.ratelimit import RateLimit
 from fak_core.reasons import Reason, ReasonRegistry
@@ -259,7 +260,7 @@ def _rate_limit(raw: Any) -> RateLimit | None:
     window = raw.get("window_s", 60.0)
     if not isinstance(window, (int, float)) or isinstance(window, bool) or not window > 0:
         raise _fail("rate_limit.window_s", "expected a number of seconds > 0")
-    key = raw.get("key", "trace")
+    key = raw.get("key", RATE_DEFAULT_KEY)
     if key not in RATE_KEYS:
         raise _fail("rate_limit.key", f"expected one of {', '.join(RATE_KEYS)}, got {key!r}")
     return RateLimit(cap, float(window), key)

@@ -1,4 +1,13 @@
-"""The rate-limit adjudicator: at most ``max_calls`` per window, per trace, tool, or globally.
+"""The rate-limit adjudicator: at most ``max_calls`` per window, per caller, trace, tool,
+or globally.
+
+``key`` says whose budget a call spends: ``credential`` (the default) is the verified
+credential the gateway stamped on the call (``meta["credential"]``, a digest of the API key
+when the gateway requires one), else the client address (``meta["client"]``), else (in
+process, with no wire) the principal, else the trace; ``client`` is the client address,
+else the trace; ``trace``, ``tool`` and ``global`` are what they say. A client cannot
+escape a ``credential`` or ``client`` limit by dropping or changing its trace id, which a
+``trace`` limit allows.
 
 A call over the cap is DENY/RATE_LIMITED with the WAIT disposition and ``retry_after_ms``
 (time until its window reopens). A call reserves its slot while the chain is folded and
@@ -23,7 +32,9 @@ __all__ = ["RateLimit", "RateLimiter"]
 
 BY = "rate-limit"
 _OK = Verdict.defer(BY)
-KEYS = ("trace", "tool", "global")
+KEYS = ("credential", "client", "trace", "tool", "global")
+#: The key of a ``rate_limit`` table that names none.
+DEFAULT_KEY = "credential"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +43,7 @@ class RateLimit:
 
     max_calls: int
     window_s: float = 60.0
-    key: str = "trace"
+    key: str = DEFAULT_KEY
 
 
 @nonblocking
@@ -56,11 +67,19 @@ class RateLimiter:
 
     def _key(self, view: CallView) -> str:
         k = self.limit.key
-        if k == "trace":
-            return "trace:" + view.call.trace_id
+        call = view.call
         if k == "tool":
-            return "tool:" + view.call.tool
-        return "global"
+            return "tool:" + call.tool
+        if k == "global":
+            return "global"
+        meta = call.meta
+        if k == "credential" and meta.get("credential"):
+            return "credential:" + meta["credential"]
+        if k in ("credential", "client") and meta.get("client"):
+            return "client:" + meta["client"]
+        if k == "credential" and call.principal:  # in process: no wire, no address
+            return "principal:" + call.principal
+        return "trace:" + call.trace_id
 
     def used(self, key: str) -> int:
         """Calls charged in the key's current window."""

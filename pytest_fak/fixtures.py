@@ -147,5 +147,5 @@ def fak_gateway(fak_kernel: Any) -> Iterator[GatewayHandle]:
     except ImportError as exc:
         pytest.skip(f"fak_gateway needs fak_core.gateway.app.create_app and starlette: {exc}")
     app = create_app(fak_kernel)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         yield GatewayHandle(app, client)

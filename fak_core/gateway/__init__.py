@@ -16,6 +16,7 @@ from fak_core.gateway.errors import error_body, error_response, error_type_for
 # package attribute bound to the module once anything imported it.
 from fak_core.gateway.proxy_routes import close_proxy_routes, proxy_lifespan, proxy_routes
 from fak_core.gateway.render import render_verdict
+from fak_core.gateway.sessions import SessionError, Sessions
 from fak_core.gateway.state import DEFAULT_MAX_BODY, GatewayState, WireError, raw_arguments
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "McpProxy",
     "Planner",
     "PlannerError",
+    "SessionError",
+    "Sessions",
     "Upstream",
     "UpstreamConfig",
     "UpstreamError",

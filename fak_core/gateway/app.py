@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import ipaddress
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,8 +31,10 @@ from fak_core.gateway.mcp_server import build_mcp_server
 from fak_core.gateway.middleware import (
     AuthMiddleware,
     BodyLimitMiddleware,
+    HostOriginMiddleware,
     JournalScopeMiddleware,
     TraceMiddleware,
+    allowed_hosts_for,
 )
 from fak_core.gateway.native import PolicySource, json_response, native_routes
 from fak_core.gateway.openapi import build_openapi
@@ -49,10 +50,12 @@ class McpHttpEndpoint:
     stopped and started again (tests, reloaders). Outside a running lifespan it answers 503.
     """
 
-    def __init__(self, server: Server[Any], *, max_body: int, host: str) -> None:
+    def __init__(self, server: Server[Any], *, max_body: int) -> None:
         self.server = server
         self.max_body = max_body
-        self.security = _transport_security(host)
+        # Host, Origin and Content-Type are checked for every route, /mcp included, by
+        # HostOriginMiddleware (one implementation); the SDK's own check is left off.
+        self.security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self.manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
@@ -78,21 +81,6 @@ class McpHttpEndpoint:
             await response(scope, receive, send)
             return
         await manager.handle_request(scope, receive, send)
-
-
-def _transport_security(host: str) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection when bound to loopback (as the SDK does by default)."""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        return None
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
 
 
 async def _close_extra_routes(routes: Sequence[BaseRoute]) -> None:
@@ -134,16 +122,22 @@ def create_app(
     mcp: bool = True,
     host: str = "127.0.0.1",
     openapi_extra: Mapping[str, Any] | None = None,
+    allowed_hosts: Sequence[str] = (),
+    operator_key: str | None = None,
 ) -> Starlette:
     """Build the gateway app over ``state``.
 
     ``extra_routes`` are served behind the same middleware (the proxies); ``api_key``
     requires a bearer key on every path but ``/healthz``; ``policy_path`` enables
     ``/v1/fak/policy/reload``; ``health`` adds fields to ``/healthz``; ``host`` is where
-    the app will listen (it sets MCP's DNS-rebinding protection); ``openapi_extra`` may
-    hold ``paths`` and ``schemas`` to merge into ``/openapi.json``. A journal on ``state``
-    is closed when the app shuts down.
+    the app will listen: bound to loopback, every route answers only for the loopback
+    names unless ``allowed_hosts`` names others (:class:`HostOriginMiddleware`);
+    ``openapi_extra`` may hold ``paths`` and ``schemas`` to merge into ``/openapi.json``;
+    ``operator_key`` may read and reset any session. A journal on ``state`` is closed when
+    the app shuts down.
     """
+    if operator_key is not None:
+        state.sessions.set_operator_key(operator_key)
     routes: list[BaseRoute] = list(
         native_routes(state, policy_source=PolicySource(policy_path), models=models, health=health)
     )
@@ -161,7 +155,7 @@ def create_app(
 
     endpoint: McpHttpEndpoint | None = None
     if mcp:
-        endpoint = McpHttpEndpoint(build_mcp_server(state), max_body=state.max_body, host=host)
+        endpoint = McpHttpEndpoint(build_mcp_server(state), max_body=state.max_body)
         routes.append(Route("/mcp", endpoint))
 
     @contextlib.asynccontextmanager
@@ -177,7 +171,10 @@ def create_app(
             if state.journal is not None:  # the requests are drained: commit what is queued
                 await anyio.to_thread.run_sync(state.journal.close)
 
-    middleware = [Middleware(TraceMiddleware, mint=state.trace_for)]
+    middleware = [
+        Middleware(TraceMiddleware, mint=state.trace_for),
+        Middleware(HostOriginMiddleware, allowed=allowed_hosts_for(host, allowed_hosts)),
+    ]
     if api_key is not None:
         if not api_key:
             raise ValueError("api_key is empty: pass None to serve without auth")

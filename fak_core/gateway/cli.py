@@ -49,6 +49,34 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="require 'Authorization: Bearer <key>' with the key read from this variable",
     )
+    p.add_argument(
+        "--operator-key-env",
+        metavar="NAME",
+        help="the operator key (sent as X-Fak-Operator-Key) read from this variable: it may "
+        "read and reset any session",
+    )
+    p.add_argument(
+        "--allowed-hosts",
+        metavar="A,B",
+        default="",
+        help="host names every route answers for (Host and Origin); default: the loopback "
+        "names when bound to loopback, no check otherwise",
+    )
+    p.add_argument(
+        "--forward-header",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="relay this client header to the upstream (repeatable), e.g. Authorization "
+        "when clients bring their own provider key; by default no client credential is sent",
+    )
+    p.add_argument(
+        "--max-tool-results",
+        type=int,
+        default=None,
+        metavar="N",
+        help="inbound tool results one proxied turn may carry; more is a 413 (default 256)",
+    )
     p.add_argument("--max-body", type=int, default=None, help="request body cap in bytes")
     p.add_argument(
         "--max-tool-calls",
@@ -105,7 +133,10 @@ def _env(flag: str, name: str) -> str:
 
 
 def load_proxy_routes(
-    state: GatewayState, upstream: str | None, upstream_key: str | None
+    state: GatewayState,
+    upstream: str | None,
+    upstream_key: str | None,
+    forward_headers: Sequence[str] = (),
 ) -> list[BaseRoute]:
     """The OpenAI and Anthropic proxy routes, if that module is installed."""
     try:
@@ -122,7 +153,11 @@ def load_proxy_routes(
     if upstream:
         upstream_mod = importlib.import_module("fak_core.gateway.upstream")
         try:
-            config = upstream_mod.UpstreamConfig(base_url=upstream, api_key=upstream_key)
+            config = upstream_mod.UpstreamConfig(
+                base_url=upstream,
+                api_key=upstream_key,
+                forward_headers=tuple(h.strip().lower() for h in forward_headers if h.strip()),
+            )
         except ValueError as exc:
             raise BootstrapError(f"--upstream {upstream}: {exc}") from exc
     return list(proxies.proxy_routes(state, config))
@@ -161,6 +196,10 @@ def _limits(ns: argparse.Namespace) -> dict[str, Any]:
         if ns.max_tool_calls < 1:
             raise BootstrapError("--max-tool-calls must be at least 1")
         out["max_tool_calls"] = ns.max_tool_calls
+    if ns.max_tool_results is not None:
+        if ns.max_tool_results < 1:
+            raise BootstrapError("--max-tool-results must be at least 1")
+        out["max_tool_results"] = ns.max_tool_results
     for flag, value in (
         ("--decide-timeout", ns.decide_timeout),
         ("--tool-timeout", ns.tool_timeout),
@@ -204,7 +243,12 @@ def serve(ns: argparse.Namespace) -> int:
             state.journal = open_journal(ns, state)
         if ns.tool_timeout is not None:
             state.kernel.tool_timeout = ns.tool_timeout
-        extra = load_proxy_routes(state, ns.upstream, upstream_key)
+        operator_key = (
+            _env("--operator-key-env", ns.operator_key_env) if ns.operator_key_env else None
+        )
+        if ns.forward_header and not ns.upstream:
+            raise BootstrapError("--forward-header goes with --upstream URL")
+        extra = load_proxy_routes(state, ns.upstream, upstream_key, ns.forward_header)
         health = {"planner": "proxy" if ns.upstream else ("scripted" if extra else "none")}
         app = create_app(
             state,
@@ -213,6 +257,8 @@ def serve(ns: argparse.Namespace) -> int:
             policy_path=ns.policy,
             health=health,
             host=ns.host,
+            allowed_hosts=[h for h in ns.allowed_hosts.split(",") if h.strip()],
+            operator_key=operator_key,
         )
         sock = bind_socket(ns.host, ns.port)
     except BootstrapError as exc:

@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 
 import fak_core
+from fak_core.gateway.sessions import SESSION_HEADER, SessionError
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.wire import parse_admit, parse_call
 
@@ -96,6 +97,15 @@ def _header_trace(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return None
 
 
+def _claim(state: GatewayState, ctx: ServerRequestContext[Any, Any], trace: str) -> None:
+    """Bind the trace to its first user as the HTTP routes do (a token MCP does not hand
+    back: only the operator can reset a trace an MCP client opened); a wrong
+    ``X-Fak-Session`` token is a :class:`SessionError`."""
+    request = ctx.request
+    token = request.headers.get(SESSION_HEADER) if isinstance(request, Request) else None
+    state.sessions.claim(trace, token)
+
+
 def _result(body: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
@@ -122,26 +132,32 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
         doc = dict(params.arguments or {})
         header_trace = _header_trace(ctx)
         with state.request_scope():  # one journal request scope per tool call
-            return await _call(name, doc, header_trace)
+            return await _call(ctx, name, doc, header_trace)
 
     async def _call(
-        name: str, doc: dict[str, Any], header_trace: str | None
+        ctx: ServerRequestContext[Any, Any],
+        name: str,
+        doc: dict[str, Any],
+        header_trace: str | None,
     ) -> types.CallToolResult:
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)
+                _claim(state, ctx, call.trace_id)
                 body = await state.adjudicate_async(call)
                 return _result(await state.recorded(body))
             if name == "fak_syscall":
                 call = parse_call(doc).build(state, header_trace)
+                _claim(state, ctx, call.trace_id)
                 body = await anyio.to_thread.run_sync(state.syscall, call)
                 return _result(await state.recorded(body))
             if name == "fak_admit":
                 req = parse_admit(doc)
                 call = req.build(state, header_trace)
+                _claim(state, ctx, call.trace_id)
                 body = await anyio.to_thread.run_sync(state.admit, call, req.result)
                 return _result(await state.recorded(body))
-        except WireError as exc:
+        except (WireError, SessionError) as exc:
             return _error(exc.message)
         known = ", ".join(t.name for t in _TOOLS)
         raise MCPError(

@@ -12,30 +12,44 @@ They wrap every route (fak-native, proxies, MCP) so each rule holds everywhere:
   ``Content-Length`` or, for chunked or lying bodies, by counting what arrives.
 - :class:`JournalScopeMiddleware`: each request (its streamed body included) runs in one
   decision-journal request scope, so no request can queue more than its share of rows.
+- :class:`HostOriginMiddleware`: on every route (the native API, the proxies and ``/mcp``
+  alike), a ``Host`` the gateway does not answer for is a 421 (DNS rebinding), an
+  ``Origin`` that is not one of those hosts is a 403 (cross-site), and a POST with a body
+  that is not ``application/json`` is a 415 (a cross-site ``text/plain`` POST needs no
+  CORS preflight, so it must not be accepted).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import string
-from collections.abc import Callable
-from urllib.parse import quote
+from collections.abc import Callable, Sequence
+from urllib.parse import quote, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
+from fak_core.gateway.sessions import CALLER, trace_id_problem
 from fak_core.journal import request_scope
 
 __all__ = [
     "AuthMiddleware",
     "BodyLimitMiddleware",
+    "HostOriginMiddleware",
     "JournalScopeMiddleware",
+    "LOOPBACK_NAMES",
+    "allowed_hosts_for",
     "TraceMiddleware",
+    "MINTED_KEY",
     "TRACE_HEADER",
     "header_value",
 ]
+
+#: The ASGI scope key under which :class:`TraceMiddleware` leaves the trace id it minted.
+MINTED_KEY = "fak.minted_trace"
 
 TRACE_HEADER = "x-trace-id"
 _TRACE_HEADER_B = TRACE_HEADER.encode("latin-1")
@@ -72,13 +86,25 @@ class TraceMiddleware:
             await self.app(scope, receive, send)
             return
         given = _header(scope, _TRACE_HEADER_B)
-        trace = given.strip() if given and given.strip() else self.mint()
+        if given and given.strip():
+            trace = given.strip()
+            problem = trace_id_problem(trace)
+            if problem is not None:
+                await error_response(400, f"X-Trace-Id: {problem}", param="trace_id")(
+                    scope, receive, send
+                )
+                return
+        else:
+            trace = self.mint()
+            scope = {**scope, MINTED_KEY: trace}
         if given != trace:
             headers = [(k, v) for k, v in scope["headers"] if k.lower() != _TRACE_HEADER_B]
             headers.append((_TRACE_HEADER_B, trace.encode("latin-1", "replace")))
             scope = {**scope, "headers": headers}
         echoed = header_value(trace).encode("ascii")
         started = False
+        client = scope.get("client")
+        CALLER.set((str(client[0]) if client else "", ""))
 
         async def send_with_trace(message: Message) -> None:
             nonlocal started
@@ -146,6 +172,8 @@ class AuthMiddleware:
             )
             await response(scope, receive, send)
             return
+        # The verified credential identifies the caller (a rate limit keyed by credential).
+        CALLER.set((CALLER.get()[0], self.key_digest.hex()[:16]))
         await self.app(scope, receive, send)
 
 
@@ -228,3 +256,99 @@ class JournalScopeMiddleware:
             return
         with request_scope():
             await self.app(scope, receive, send)
+
+
+_CHECKED = frozenset({b"host", b"origin", b"content-type", b"content-length", b"transfer-encoding"})
+#: The names a gateway bound to loopback answers for (by default).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts_for(bind: str | None, given: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """The host names to answer for: ``given`` (``fak serve --allowed-hosts``) if any, else
+    the loopback names when bound to loopback, else None (no Host or Origin check)."""
+    if given:
+        return tuple(_host_name(h) for h in given if h.strip())
+    if bind is not None and _is_loopback(bind):
+        return LOOPBACK_NAMES
+    return None
+
+
+def _host_name(host: str) -> str:
+    """The name part of a ``Host`` header value or host name (lower case, no port, IPv6
+    without brackets)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() and ":" not in name else host
+
+
+def _is_json(content_type: str | None) -> bool:
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return media == "application/json"
+
+
+class HostOriginMiddleware:
+    """Refuse requests for hosts the gateway does not serve, cross-site origins, and POST
+    bodies that are not JSON. With ``allowed`` None the Host and Origin checks are off
+    (a gateway bound to a public address with no ``--allowed-hosts``)."""
+
+    def __init__(self, app: ASGIApp, allowed: Sequence[str] | None) -> None:
+        self.app = app
+        self.allowed = frozenset(allowed) if allowed is not None else None
+
+    def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+        """(status, message, code) for a request this middleware refuses, else None."""
+        seen: dict[bytes, str] = {}
+        for key, value in scope.get("headers", ()):  # one pass over the headers
+            key = key.lower()
+            if key in _CHECKED and key not in seen:
+                seen[key] = value.decode("latin-1")
+        allowed = self.allowed
+        if allowed is not None:
+            host = seen.get(b"host")
+            if host is None or _host_name(host) not in allowed:
+                return (
+                    421,
+                    f"Host {host!r} is not a name this gateway answers for "
+                    f"({', '.join(sorted(allowed))}); add it with fak serve --allowed-hosts",
+                    "invalid_host",
+                )
+            origin = seen.get(b"origin")
+            if origin is not None:
+                parts = urlsplit(origin.strip())
+                if parts.scheme not in ("http", "https") or (parts.hostname or "") not in allowed:
+                    return (
+                        403,
+                        f"Origin {origin!r} is not allowed: cross-site requests are refused; "
+                        "add the host with fak serve --allowed-hosts",
+                        "invalid_origin",
+                    )
+        if scope.get("method") == "POST" and not _is_json(seen.get(b"content-type")):
+            length = seen.get(b"content-length")
+            chunked = b"transfer-encoding" in seen
+            # A Content-Length that is not a number is BodyLimitMiddleware's 400.
+            if chunked or (length is not None and length.strip().isdigit() and int(length) > 0):
+                return (
+                    415,
+                    "a POST body must be sent as Content-Type: application/json, not "
+                    f"{seen.get(b'content-type')!r}",
+                    "unsupported_media_type",
+                )
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.refusal(scope)
+            if refused is not None:
+                status, message, code = refused
+                await error_response(status, message, code=code)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -3,6 +3,11 @@
 Each handler decodes the body, builds the call through :class:`GatewayState` and returns
 what the seam rendered. A deny is HTTP 200 with the verdict in the body; only a request
 the gateway cannot turn into a call is a 4xx. Decisions are never made here.
+
+Sessions belong to someone (:mod:`fak_core.gateway.sessions`): the first request on a
+trace claims it and gets its token in ``X-Fak-Session``; reading or resetting a trace needs
+that token or the operator key (403 otherwise). Every reset and every policy reload is a
+journal row saying who did it, committed before the answer.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from fak_core.calls import ToolCall
 from fak_core.gateway.errors import error_response
-from fak_core.gateway.middleware import header_value
+from fak_core.gateway.middleware import MINTED_KEY, header_value
+from fak_core.gateway.sessions import OPERATOR_HEADER, SESSION_HEADER, SessionError
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.wire import decode_body, parse_admit, parse_call, parse_trace_id
-from fak_core.policy import PolicyError, load_policy, policy_digest
+from fak_core.journal import JournalError
+from fak_core.policy import Policy, PolicyError, load_policy, policy_digest
 
 __all__ = ["PolicySource", "json_response", "native_routes"]
 
@@ -34,12 +42,19 @@ class PolicySource:
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
 
-    def reload(self, state: GatewayState) -> dict[str, Any]:
-        """Re-read the file and swap it in; :class:`PolicyError` leaves the old one running."""
+    def load(self) -> Policy:
+        """Re-read and check the file; :class:`PolicyError` if it cannot be used."""
         if self.path is None:
             raise LookupError("this gateway was started without a policy file")
-        policy = load_policy(self.path)
+        return load_policy(self.path)
+
+    def reload(self, state: GatewayState) -> dict[str, Any]:
+        """Re-read the file and swap it in; :class:`PolicyError` leaves the old one running."""
+        policy = self.load()
         state.kernel.set_policy(policy)
+        return self.describe(policy)
+
+    def describe(self, policy: Policy) -> dict[str, Any]:
         return {"reloaded": True, "source": str(self.path), "digest": policy_digest(policy)}
 
 
@@ -52,8 +67,34 @@ def json_response(
     )
 
 
-def _traced(body: dict[str, Any]) -> Response:
-    return json_response(body, headers={"X-Trace-Id": header_value(str(body["trace_id"]))})
+def _traced(body: dict[str, Any], session: dict[str, str]) -> Response:
+    headers = {"X-Trace-Id": header_value(str(body["trace_id"])), **session}
+    return json_response(body, headers=headers)
+
+
+def claim_session(state: GatewayState, request: Request, trace: str) -> dict[str, str]:
+    """Claim ``trace`` for the request's session (:meth:`Sessions.claim`); the response
+    headers that hand the client its token, if one was minted or bound."""
+    fresh = request.scope.get(MINTED_KEY) == trace
+    token = state.sessions.claim(trace, request.headers.get(SESSION_HEADER), fresh=fresh)
+    return {"X-Fak-Session": token} if token is not None else {}
+
+
+async def journal_row(state: GatewayState, fields: dict[str, str]) -> None:
+    """Record a row (reset, policy reload) and wait until it is committed; without a
+    journal this does nothing. :class:`JournalError` if it cannot be recorded."""
+    journal = state.journal
+    if journal is None:
+        return
+    journal.record_fields(
+        {"trace": "", "tool": "", "args_digest": "", "verdict": "", "reason": "", **fields}
+    )
+    await state.durable()
+
+
+def _who(request: Request, role: str) -> str:
+    client = request.client
+    return f"{role}@{client.host}" if client is not None else role
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -67,6 +108,10 @@ def _wire_errors(handler: Handler) -> Handler:
             return await handler(request)
         except WireError as exc:
             return error_response(400, exc.message, param=exc.param)
+        except SessionError as exc:
+            return error_response(exc.status, exc.message, param="trace_id")
+        except JournalError as exc:
+            return error_response(503, str(exc), code="journal_unavailable")
 
     wrapped.__name__ = handler.__name__
     wrapped.__doc__ = handler.__doc__
@@ -86,30 +131,51 @@ def native_routes(
     async def _body(request: Request) -> dict[str, Any]:
         return decode_body(await request.body())
 
+    def _call(request: Request, doc: dict[str, Any], *, admit: bool = False) -> Any:
+        parse = parse_admit if admit else parse_call
+        req = parse(doc, request.headers.get(PRINCIPAL_HEADER))
+        call: ToolCall = req.build(state, request.headers.get("x-trace-id"))
+        return req, call, claim_session(state, request, call.trace_id)
+
     @_wire_errors
     async def adjudicate(request: Request) -> Response:
-        req = parse_call(await _body(request), request.headers.get(PRINCIPAL_HEADER))
-        call = req.build(state, request.headers.get("x-trace-id"))
+        _, call, session = _call(request, await _body(request))
         # A decision that may wait runs on a decision worker; the event loop stays free.
-        return _traced(await state.recorded(await state.adjudicate_async(call)))
+        return _traced(await state.recorded(await state.adjudicate_async(call)), session)
 
     @_wire_errors
     async def syscall(request: Request) -> Response:
-        req = parse_call(await _body(request), request.headers.get(PRINCIPAL_HEADER))
-        call = req.build(state, request.headers.get("x-trace-id"))
+        _, call, session = _call(request, await _body(request))
         # The tool may block (I/O); run it off the event loop.
-        return _traced(await state.recorded(await run_in_threadpool(state.syscall, call)))
+        body = await state.recorded(await run_in_threadpool(state.syscall, call))
+        return _traced(body, session)
 
     @_wire_errors
     async def admit(request: Request) -> Response:
-        req = parse_admit(await _body(request), request.headers.get(PRINCIPAL_HEADER))
-        call = req.build(state, request.headers.get("x-trace-id"))
-        return _traced(await state.recorded(await run_in_threadpool(state.admit, call, req.result)))
+        req, call, session = _call(request, await _body(request), admit=True)
+        body = await state.recorded(await run_in_threadpool(state.admit, call, req.result))
+        return _traced(body, session)
 
+    def _permitted(request: Request, trace: str) -> str:
+        """Who the request is (``owner`` or ``operator``), else :class:`SessionError` 403."""
+        who = state.sessions.permits(
+            trace, request.headers.get(SESSION_HEADER), request.headers.get(OPERATOR_HEADER)
+        )
+        if who is None:
+            raise SessionError(
+                403,
+                f"trace {trace!r}: reading or resetting a session needs its own token in "
+                f"{SESSION_HEADER} (sent back by the request that first used the trace) "
+                f"or the operator key in {OPERATOR_HEADER}",
+            )
+        return who
+
+    @_wire_errors
     async def trace_get(request: Request) -> Response:
         trace = str(request.path_params["trace_id"]).strip()
         if not trace:
             return error_response(400, "missing trace id in the path", param="trace_id")
+        _permitted(request, trace)
         taint = state.kernel.taint(trace)
         body = {"trace_id": trace, "taint": taint.label, "dangerous": bool(taint)}
         return json_response(body, headers={"X-Trace-Id": header_value(trace)})
@@ -118,18 +184,34 @@ def native_routes(
     async def trace_reset(request: Request) -> Response:
         trace = parse_trace_id(await _body(request), required=True)
         assert trace is not None  # required=True refuses a blank one
+        who = _permitted(request, trace)
+        # On record before it takes effect: a reset the journal cannot hold does not happen.
+        await journal_row(
+            state,
+            {"event": "reset", "trace": trace, "verdict": "RESET", "by": _who(request, who)},
+        )
         state.kernel.reset_trace(trace)
         return json_response(
             {"reset": True, "trace_id": trace}, headers={"X-Trace-Id": header_value(trace)}
         )
 
+    @_wire_errors
     async def policy_reload(request: Request) -> Response:
+        row = {"event": "policy_reload", "by": _who(request, "client")}
         try:
-            body = await run_in_threadpool(source.reload, state)
+            policy = await run_in_threadpool(source.load)
         except LookupError as exc:
             return error_response(404, f"{exc}; start it with --policy FILE to enable reload")
         except PolicyError as exc:
+            await journal_row(state, {**row, "verdict": "REFUSED", "reason": str(exc)[:200]})
             return error_response(400, f"policy not reloaded, the old one stays active: {exc}")
+        body = source.describe(policy)
+        # On record before it takes effect, as a reset is.
+        await journal_row(
+            state,
+            {**row, "verdict": "RELOADED", "args_digest": body["digest"], "reason": body["source"]},
+        )
+        state.kernel.set_policy(policy)
         return json_response(body)
 
     async def healthz(request: Request) -> Response:
@@ -137,6 +219,7 @@ def native_routes(
             "ok": True,
             "policy_digest": policy_digest(state.kernel.policy),
             "tools": len(state.kernel.tools()),
+            "limits": state.limits(),
         }
         body.update(health or {})
         return json_response(body)

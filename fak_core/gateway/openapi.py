@@ -37,7 +37,12 @@ _OPT_BOOL = ["boolean", "null"]
 _CALL_FIELDS: dict[str, Any] = {
     "tool": _NON_BLANK,
     "arguments": _ref("Arguments"),
-    "trace_id": {"type": _OPT_STR, "description": "beats the X-Trace-Id header"},
+    "trace_id": {
+        "type": _OPT_STR,
+        "maxLength": 128,
+        "description": "beats the X-Trace-Id header; at most 128 characters (400 past "
+        "that). The first request on a trace claims it for its session (see X-Fak-Session)",
+    },
     "witness": {"type": _OPT_STR},
     "principal": {"type": _OPT_STR, "description": "X-Fak-Principal beats it"},
     "read_only": {"type": _OPT_BOOL, "description": "advisory; grants nothing"},
@@ -150,7 +155,7 @@ _SCHEMAS: dict[str, Any] = {
     "TraceResetRequest": {
         "type": "object",
         "required": ["trace_id"],
-        "properties": {"trace_id": {"type": "string", "pattern": r"\S"}},
+        "properties": {"trace_id": {"type": "string", "pattern": r"\S", "maxLength": 128}},
     },
     "TraceResetResponse": {
         "type": "object",
@@ -173,6 +178,15 @@ _SCHEMAS: dict[str, Any] = {
             "ok": {"const": True},
             "policy_digest": {"type": "string"},
             "tools": {"type": "integer"},
+            "limits": {
+                "type": "object",
+                "description": "every store's bound and counters: max_body, "
+                "max_tool_results, tool_results_refused, max_trace_id_bytes, ledger_bytes, "
+                "ledger_bytes_limit, ledger_evicted, ledger_tombstones, held_bytes, "
+                "held_bytes_limit, held_evicted, sessions, session_bytes, "
+                "session_bytes_limit, sessions_evicted, session_refusals, ...",
+                "additionalProperties": {"type": "integer"},
+            },
         },
     },
     "ModelList": {
@@ -198,35 +212,76 @@ _SCHEMAS: dict[str, Any] = {
 
 _TRACE_HEADER = {
     "X-Trace-Id": {
-        "description": "the request's trace id (echoed, or minted)",
+        "description": "the request's trace id (echoed, or minted: 128 random bits)",
         "schema": {"type": "string"},
-    }
+    },
+    "X-Fak-Session": {
+        "description": "sent when this request claimed the trace (its first use): the "
+        "session token that alone (besides the operator key) may read or reset the trace. "
+        "The gateway stores only its SHA-256 digest",
+        "schema": {"type": "string"},
+    },
 }
+#: The request headers of a call: the session token that owns the trace.
+_SESSION_PARAMS = [
+    {
+        "name": "X-Fak-Session",
+        "in": "header",
+        "required": False,
+        "description": "the session token of the trace (16 to 256 characters): binds an "
+        "unowned trace to it; a token that does not match an owned trace is a 403",
+        "schema": {"type": "string", "minLength": 16, "maxLength": 256},
+    },
+]
+#: The request headers that may read or reset a trace.
+_OWNER_PARAMS = [
+    *_SESSION_PARAMS,
+    {
+        "name": "X-Fak-Operator-Key",
+        "in": "header",
+        "required": False,
+        "description": "the operator key (fak serve --operator-key-env): any trace",
+        "schema": {"type": "string"},
+    },
+]
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
     text = {
         400: "the request cannot become a call; the message says what to fix",
         401: "missing or invalid API key (only when the gateway requires one)",
+        403: "the trace belongs to another session: send its X-Fak-Session token or "
+        "the operator key",
         404: "not found",
         405: "wrong method",
-        413: "request body over the gateway's limit",
+        413: "request body (or its tool results) over the gateway's limit",
+        415: "a POST body that is not Content-Type: application/json",
+        421: "a Host header the gateway does not answer for (DNS rebinding; see "
+        "fak serve --allowed-hosts)",
         500: "unexpected failure; logged under the trace id",
+        503: "the decision journal cannot record the change (nothing changed)",
     }
     out = {}
-    for status in (*statuses, 401, 405, 413, 500):
+    # 403 on every route: a cross-site Origin (and, on trace routes, a non-owner).
+    for status in (*statuses, 401, 403, 405, 413, 415, 421, 500):
         out[str(status)] = _json(_ERR, text[status])
     return out
 
 
 def _post(
-    summary: str, request: str, response: str, *errors: int, required: bool = True
+    summary: str,
+    request: str,
+    response: str,
+    *errors: int,
+    required: bool = True,
+    parameters: list[dict[str, Any]] = _SESSION_PARAMS,
 ) -> dict[str, Any]:
     ok = _json(_ref(response), "the decision (a deny is a 200 too)")
     ok["headers"] = _TRACE_HEADER
     return {
         "post": {
             "summary": summary,
+            "parameters": copy.deepcopy(parameters),
             "requestBody": {
                 "required": required,
                 "content": {"application/json": {"schema": _ref(request)}},
@@ -241,7 +296,7 @@ def _paths() -> dict[str, Any]:
         "name": "trace_id",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": r"\S"},
+        "schema": {"type": "string", "pattern": r"\S", "maxLength": 128},
     }
     return {
         "/v1/fak/adjudicate": _post(
@@ -254,12 +309,17 @@ def _paths() -> dict[str, Any]:
             "Admit a result the client produced", "AdmitRequest", "SyscallResponse", 400
         ),
         "/v1/fak/trace/reset": _post(
-            "Reset a session's taint mark", "TraceResetRequest", "TraceResetResponse", 400
+            "Reset a session's taint mark (its owner or the operator; journaled)",
+            "TraceResetRequest",
+            "TraceResetResponse",
+            400,
+            503,
+            parameters=_OWNER_PARAMS,
         ),
         "/v1/fak/trace/{trace_id}": {
             "get": {
-                "summary": "A session's taint mark",
-                "parameters": [trace_param],
+                "summary": "A session's taint mark (its owner or the operator)",
+                "parameters": [trace_param, *_OWNER_PARAMS],
                 "responses": {
                     "200": _json(_ref("TraceState"), "the session's taint"),
                     **_errors(400),
@@ -271,7 +331,7 @@ def _paths() -> dict[str, Any]:
                 "summary": "Re-read the policy file the gateway was started with",
                 "responses": {
                     "200": _json(_ref("PolicyReloadResponse"), "the new policy is active"),
-                    **_errors(400, 404),
+                    **_errors(400, 404, 503),
                 },
             }
         },

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import json
 import threading
 from dataclasses import dataclass, field
@@ -40,6 +39,13 @@ import orjson
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.gateway.render import render_verdict
+from fak_core.gateway.sessions import (
+    CALLER,
+    MAX_TRACE_BYTES,
+    Sessions,
+    new_trace_id,
+    trace_id_problem,
+)
 from fak_core.journal import JOURNAL_DOWN, Journal, JournalError, current_receipt
 from fak_core.journal import args_digest as journal_args_digest
 from fak_core.journal import request_scope as journal_request_scope
@@ -116,7 +122,10 @@ class GatewayState:
     max_body: int = DEFAULT_MAX_BODY
     default_trace: str = ""
     journal: Journal | None = None
-    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    #: Who owns each trace (see :mod:`fak_core.gateway.sessions`).
+    sessions: Sessions = field(default_factory=Sessions)
+    #: Inbound tool results one proxied turn may carry (``fak serve --max-tool-results``).
+    max_tool_results: int = 256
     _lock: threading.Lock = field(default_factory=threading.Lock)
     #: Seconds one decision may take before it is a DENY (None: decide inline, no deadline).
     decide_timeout: float | None = DEFAULT_DECIDE_TIMEOUT
@@ -124,6 +133,8 @@ class GatewayState:
     max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
     #: Decisions answered DENY because they missed the deadline.
     decide_timeouts: int = field(default=0, init=False)
+    #: Proxied turns refused for carrying more than ``max_tool_results`` tool results.
+    tool_results_refused: int = field(default=0, init=False)
     _deciders: DeadlinePool = field(
         default_factory=lambda: DeadlinePool(DECIDE_WORKERS, "fak-decide"), init=False
     )
@@ -135,11 +146,44 @@ class GatewayState:
             )
         if self.max_tool_calls < 1:
             raise ValueError(f"max_tool_calls must be at least 1, not {self.max_tool_calls}")
+        if self.max_tool_results < 1:
+            raise ValueError(f"max_tool_results must be at least 1, not {self.max_tool_results}")
 
     @property
     def stuck_decisions(self) -> int:
         """Decisions that missed the deadline and are still running (each holds a worker)."""
         return self._deciders.stuck
+
+    def limits(self) -> dict[str, int]:
+        """Every store's bound and counters (``/healthz`` shows them under ``limits``)."""
+        kernel = self.kernel
+        with self._lock:
+            out = {
+                "max_body": self.max_body,
+                "max_tool_calls": self.max_tool_calls,
+                "max_tool_results": self.max_tool_results,
+                "tool_results_refused": self.tool_results_refused,
+                "max_trace_id_bytes": MAX_TRACE_BYTES,
+                "decide_timeouts": self.decide_timeouts,
+            }
+        ledger_stats = getattr(kernel.ledger, "stats", None)
+        if callable(ledger_stats):
+            out.update(ledger_stats())
+        out.update(kernel.held.stats())
+        out.update(self.sessions.stats())
+        return out
+
+    def refuse_tool_results(self, count: int) -> str | None:
+        """Why a turn carrying ``count`` inbound tool results is refused (over
+        ``max_tool_results``), counted; None when it is within the cap."""
+        if count <= self.max_tool_results:
+            return None
+        with self._lock:
+            self.tool_results_refused += 1
+        return (
+            f"the request carries {count} tool results; this gateway admits at most "
+            f"{self.max_tool_results} per turn (fak serve --max-tool-results N)"
+        )
 
     def close(self) -> None:
         """Stop the idle decision workers (stuck ones stop when their decision returns)."""
@@ -170,14 +214,18 @@ class GatewayState:
         return verdict
 
     def trace_for(self, body_trace: Any = None, header_trace: str | None = None) -> str:
-        """Body ``trace_id``, else the ``X-Trace-Id`` header, else the default, else minted."""
+        """Body ``trace_id``, else the ``X-Trace-Id`` header, else the default, else minted
+        (128 random bits: a minted id cannot be guessed). A trace id over
+        :data:`~fak_core.gateway.sessions.MAX_TRACE_BYTES` is a :class:`WireError`."""
         for given in (body_trace if isinstance(body_trace, str) else None, header_trace):
             if given and (trace := given.strip(BLANK)):
+                problem = trace_id_problem(trace)
+                if problem is not None:
+                    raise WireError(problem, "trace_id")
                 return trace
         if self.default_trace:
             return self.default_trace
-        with self._lock:
-            return f"gw-{next(self._counter)}"
+        return new_trace_id()
 
     def build_call(
         self,
@@ -196,6 +244,11 @@ class GatewayState:
             meta["witness"] = str(witness)
         if principal:
             meta["principal"] = str(principal)
+        client, credential = CALLER.get()  # set by the middleware, never by the body
+        if client:
+            meta["client"] = client
+        if credential:
+            meta["credential"] = credential
         return ToolCall(
             tool.strip(BLANK),
             raw_arguments(arguments),

@@ -76,6 +76,10 @@ class UpstreamConfig:
     api_key: str | None = None
     timeout: float = 60.0
     wires: tuple[Wire, ...] = WIRES
+    #: Client headers (lower-case) relayed upstream as they are, e.g. ``authorization``
+    #: when clients bring their own provider key (``fak serve --forward-header``). No
+    #: client credential is relayed otherwise: the client's gateway key stays here.
+    forward_headers: tuple[str, ...] = ()
     transport: httpx.AsyncBaseTransport | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -230,7 +234,8 @@ class Upstream:
             await t.aclose()
 
     def headers(self, wire: Wire, client_headers: Mapping[str, str]) -> dict[str, str]:
-        """The headers sent upstream: the credential (pinned or the client's) and relays."""
+        """The headers sent upstream: the pinned credential, the wire's relays, and the
+        client headers the operator named in ``forward_headers`` (nothing else)."""
         out = {"content-type": "application/json", "accept-encoding": "identity"}
         for name in _RELAYED[wire]:
             value = client_headers.get(name)
@@ -240,17 +245,14 @@ class Upstream:
         if wire == "openai":
             if key:
                 out["authorization"] = f"Bearer {key}"
-            elif client_headers.get("authorization"):
-                out["authorization"] = client_headers["authorization"]
         else:
             out.setdefault("anthropic-version", ANTHROPIC_VERSION)
             if key:
                 out["x-api-key"] = key
-            else:
-                if client_headers.get("x-api-key"):
-                    out["x-api-key"] = client_headers["x-api-key"]
-                if client_headers.get("authorization"):
-                    out["authorization"] = client_headers["authorization"]
+        for name in self.config.forward_headers:  # only what the operator named
+            value = client_headers.get(name.lower())
+            if value and name.lower() not in out:
+                out[name.lower()] = value
         return out
 
     async def _send(self, wire: Wire, body: bytes, headers: dict[str, str]) -> httpx.Response:

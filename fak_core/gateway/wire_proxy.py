@@ -15,12 +15,14 @@ from typing import Any, ClassVar
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from fak_core.gateway.middleware import MINTED_KEY, header_value
 from fak_core.gateway.proxy_io import (
     BodyTooLarge,
     decode_json_object,
     json_response,
     read_body,
 )
+from fak_core.gateway.sessions import SESSION_HEADER, SessionError
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.turn import InboundResult, admit_inbound
 from fak_core.gateway.upstream import Upstream, UpstreamError, Wire
@@ -121,8 +123,20 @@ class WireProxy:
             return self.error(400, exc.message, param=exc.param)
         except ValueError as exc:
             return self.error(400, str(exc))
-        trace = state.trace_for(None, request.headers.get("x-trace-id"))
-        headers = {"x-trace-id": trace}
+        try:
+            trace = state.trace_for(None, request.headers.get("x-trace-id"))
+            token = state.sessions.claim(
+                trace,
+                request.headers.get(SESSION_HEADER),
+                fresh=request.scope.get(MINTED_KEY) == trace,
+            )
+        except WireError as exc:
+            return self.error(400, exc.message, param=exc.param)
+        except SessionError as exc:
+            return self.error(exc.status, exc.message, param="trace_id")
+        headers = {"x-trace-id": header_value(trace)}
+        if token is not None:
+            headers["x-fak-session"] = token
         if not self.upstream.config.speaks(self.wire):
             return self.error(
                 501,
@@ -131,7 +145,11 @@ class WireProxy:
                 code="wire_not_supported",
                 headers=headers,
             )
-        results, body = await admit_inbound(state, doc, self.inbound(doc), trace, raw)
+        inbound = self.inbound(doc)
+        too_many = state.refuse_tool_results(len(inbound))
+        if too_many is not None:
+            return self.error(413, too_many, code="too_many_tool_results", headers=headers)
+        results, body = await admit_inbound(state, doc, inbound, trace, raw)
         refused = state.journal_refusal()  # the turn's rows were over its share: no upstream
         if refused is not None:
             return self.error(503, refused, code="journal_unavailable", headers=headers)

@@ -69,7 +69,7 @@ def _manifest_file(tmp_path: Path, body: dict[str, Any] | None = None) -> Path:
 def test_serving_a_manifest_node_runs_only_its_lock(tmp_path: Path) -> None:
     policy, digest = manifest_policy(str(_manifest_file(tmp_path)), "plan")
     assert digest == GOOD.digest
-    with TestClient(create_app(build_state(policy=policy))) as client:
+    with TestClient(create_app(build_state(policy=policy)), base_url="http://127.0.0.1") as client:
 
         def kind(tool: str) -> str:
             r = client.post(

@@ -112,7 +112,7 @@ content_types = st.sampled_from(
 def client() -> Iterator[TestClient]:
     state = GatewayState(make_kernel(), max_body=MAX_BODY)
     app = create_app(state, extra_routes=proxy_routes(state, None))
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
         yield c
 
 

@@ -50,7 +50,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> tuple[Starlette, Gatewa
     policy = Path(tmp_path_factory.mktemp("policy")) / "policy.json"
     policy.write_text(json.dumps(POLICY_DOC), encoding="utf-8")
     state = GatewayState(make_kernel())
-    return create_app(state, policy_path=policy, mcp=False), state
+    # schemathesis's ASGI client sends Host: testserver; the gateway answers for it only
+    # because it is named here (as fak serve --allowed-hosts would).
+    return create_app(state, policy_path=policy, mcp=False, allowed_hosts=["testserver"]), state
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +146,7 @@ def test_the_fuzzer_catches_a_gateway_that_allows_malformed_calls() -> None:
     """The witness must be able to fail: against a seam that allows everything, the
     generated requests find a malformed call that was allowed."""
     broken = AllowsEverything(make_kernel())
-    app = create_app(broken, mcp=False)
+    app = create_app(broken, mcp=False, allowed_hosts=["testserver"])
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     with pytest.raises(AssertionError, match="allowed a call whose arguments are not a JSON"):
         fuzz_operation(

@@ -12,18 +12,23 @@ from fak_core.gateway.middleware import header_value
 from fak_core.gateway.state import GatewayState
 from tests.gateway.support import make_kernel
 
+JSON = {"content-type": "application/json"}
+
 
 @pytest.mark.parametrize("trace", ["\U000aab4d", "caf\u00e9 \u2603", "a\nb", "50%", "\U0001f1fa"])
 @pytest.mark.parametrize("route", ["/v1/fak/adjudicate", "/v1/fak/syscall", "/v1/fak/admit"])
 def test_non_ascii_body_trace_is_echoed_percent_encoded_not_a_500(route: str, trace: str) -> None:
     """A body trace id that is not visible ASCII used to crash the header write (500)."""
-    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+    with TestClient(
+        create_app(GatewayState(make_kernel()), mcp=False), base_url="http://127.0.0.1"
+    ) as client:
         r = client.post(route, json={"tool": "echo", "trace_id": trace})
         assert r.status_code == 200, r.text
         assert r.json()["trace_id"] == trace.strip()
         assert unquote(r.headers["x-trace-id"]) == trace.strip()
         # the same trace is the same session: its taint is readable by its own id
-        reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace})
+        own = {"X-Fak-Session": r.headers["x-fak-session"]}
+        reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace}, headers=own)
         assert reset.status_code == 200, reset.text
 
 
@@ -42,8 +47,10 @@ def nested_body(field: str, depth: int) -> str:
 @pytest.mark.parametrize("route", ["/v1/fak/adjudicate", "/v1/fak/syscall"])
 def test_deep_arguments_are_a_malformed_deny_not_a_500(route: str, depth: int) -> None:
     """Arguments nested 256..1024 deep parsed, then crashed re-encoding (orjson writes 255)."""
-    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
-        r = client.post(route, content=nested_body("arguments", depth))
+    with TestClient(
+        create_app(GatewayState(make_kernel()), mcp=False), base_url="http://127.0.0.1"
+    ) as client:
+        r = client.post(route, content=nested_body("arguments", depth), headers=JSON)
         assert r.status_code == 200, r.text
         verdict = r.json()["verdict"]
         assert (verdict["kind"], verdict["reason"]) == ("DENY", "MALFORMED")
@@ -52,21 +59,25 @@ def test_deep_arguments_are_a_malformed_deny_not_a_500(route: str, depth: int) -
 
 @pytest.mark.parametrize("depth", [300, 900])
 def test_deep_admitted_result_is_kept_as_text_not_a_500(depth: int) -> None:
-    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
-        r = client.post("/v1/fak/admit", content=nested_body("result", depth))
+    with TestClient(
+        create_app(GatewayState(make_kernel()), mcp=False), base_url="http://127.0.0.1"
+    ) as client:
+        r = client.post("/v1/fak/admit", content=nested_body("result", depth), headers=JSON)
         assert r.status_code == 200, r.text
         assert r.json()["result"]["content"].count("[") == depth
 
 
 def test_arguments_too_deep_to_re_encode_are_a_clear_400() -> None:
-    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+    with TestClient(
+        create_app(GatewayState(make_kernel()), mcp=False), base_url="http://127.0.0.1"
+    ) as client:
         for field in ("arguments", "result"):
-            r = client.post("/v1/fak/admit", content=nested_body(field, 1015))
+            r = client.post("/v1/fak/admit", content=nested_body(field, 1015), headers=JSON)
             assert r.status_code == 400, r.text
             err = r.json()["error"]
             assert err["param"] == field and "no deeper than 64 levels" in err["message"]
             assert err["message"].startswith(field)
-        r = client.post("/v1/fak/adjudicate", content=nested_body("arguments", 2000))
+        r = client.post("/v1/fak/adjudicate", content=nested_body("arguments", 2000), headers=JSON)
         assert r.status_code == 400
         assert "deeper than 1024 levels" in r.json()["error"]["message"]
 
@@ -75,7 +86,9 @@ def test_arguments_too_deep_to_re_encode_are_a_clear_400() -> None:
 def test_non_json_white_space_arguments_are_malformed_not_empty(text: str) -> None:
     """The wire took any str.isspace() text as ``{}``: a call with arguments that are not
     JSON was ALLOWED. Only JSON white space (space, tab, CR, LF) means no arguments."""
-    with TestClient(create_app(GatewayState(make_kernel()), mcp=False)) as client:
+    with TestClient(
+        create_app(GatewayState(make_kernel()), mcp=False), base_url="http://127.0.0.1"
+    ) as client:
         r = client.post("/v1/fak/adjudicate", json={"tool": "echo", "arguments": text})
         verdict = r.json()["verdict"]
         assert (verdict["kind"], verdict["reason"]) == ("DENY", "MALFORMED")

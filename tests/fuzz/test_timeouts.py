@@ -99,7 +99,7 @@ def wait_until(predicate: Any, limit: float = 5.0) -> None:
 def test_http_hanging_adjudicator_is_a_deny_and_the_gateway_keeps_serving(
     state: GatewayState, hangs: Hangs
 ) -> None:
-    with TestClient(create_app(state, mcp=False)) as client:
+    with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
         started = time.monotonic()
         r = client.post("/v1/fak/adjudicate", json={"tool": "slow"})
         assert r.status_code == 200
@@ -126,7 +126,7 @@ def test_http_hanging_adjudicator_is_a_deny_and_the_gateway_keeps_serving(
 
 
 def test_http_raising_adjudicator_is_a_deny(state: GatewayState, hangs: Hangs) -> None:
-    with TestClient(create_app(state, mcp=False)) as client:
+    with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
         r = client.post("/v1/fak/syscall", json={"tool": "crashy"})
         assert r.status_code == 200
         verdict = r.json()["verdict"]
@@ -136,7 +136,7 @@ def test_http_raising_adjudicator_is_a_deny(state: GatewayState, hangs: Hangs) -
 
 
 def test_http_hanging_tool_is_an_error_result(state: GatewayState) -> None:
-    with TestClient(create_app(state, mcp=False)) as client:
+    with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
         r = client.post("/v1/fak/syscall", json={"tool": "stuck_tool"})
         assert r.status_code == 200
         body = r.json()
@@ -208,7 +208,7 @@ def test_a_late_decision_is_journaled_as_the_deny_the_caller_got(
     journal.attach(state.kernel)
     state.journal = journal
     try:
-        with TestClient(create_app(state, mcp=False)) as client:
+        with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
             r = client.post("/v1/fak/adjudicate", json={"tool": "slow", "trace_id": "late-1"})
             assert_late_deny(r.json()["verdict"])
             hangs.release.set()

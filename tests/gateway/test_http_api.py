@@ -18,10 +18,12 @@ from fak_core.gateway.state import GatewayState
 from fak_core.taint import Taint
 from tests.gateway.support import POLICY_DOC, make_kernel
 
+JSON = {"content-type": "application/json"}
+
 
 @pytest.fixture
 def client(state: GatewayState) -> Iterator[TestClient]:
-    with TestClient(create_app(state)) as c:
+    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
         yield c
 
 
@@ -130,11 +132,13 @@ def test_admit_taints_the_session_then_egress_is_denied_then_reset(
     client: TestClient, state: GatewayState
 ) -> None:
     trace = "sess-admit"
-    before = client.get(f"/v1/fak/trace/{trace}").json()
-    assert before == {"trace_id": trace, "taint": "trusted", "dangerous": False}
     email = {"tool": "send_email", "arguments": {"to": "x@example.com"}, "trace_id": trace}
-    clean = client.post("/v1/fak/adjudicate", json=email).json()["verdict"]
-    assert clean["kind"] == "ALLOW"
+    first = client.post("/v1/fak/adjudicate", json=email)
+    assert first.json()["verdict"]["kind"] == "ALLOW"
+    # The first request on a trace claims it and is handed the session's token.
+    own = {"X-Fak-Session": first.headers["x-fak-session"]}
+    before = client.get(f"/v1/fak/trace/{trace}", headers=own).json()
+    assert before == {"trace_id": trace, "taint": "trusted", "dangerous": False}
 
     r = client.post(
         "/v1/fak/admit",
@@ -142,16 +146,16 @@ def test_admit_taints_the_session_then_egress_is_denied_then_reset(
     )
     assert r.status_code == 200
     assert r.json()["result"]["status"] == "OK"
-    after = client.get(f"/v1/fak/trace/{trace}").json()
+    after = client.get(f"/v1/fak/trace/{trace}", headers=own).json()
     assert after == {"trace_id": trace, "taint": "tainted", "dangerous": True}
     assert state.kernel.taint(trace) is Taint.TAINTED
 
     tainted = client.post("/v1/fak/adjudicate", json=email).json()["verdict"]
     assert (tainted["kind"], tainted["reason"]) == ("DENY", "TRUST_VIOLATION")
 
-    reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace})
+    reset = client.post("/v1/fak/trace/reset", json={"trace_id": trace}, headers=own)
     assert reset.json() == {"reset": True, "trace_id": trace}
-    assert client.get(f"/v1/fak/trace/{trace}").json()["taint"] == "trusted"
+    assert client.get(f"/v1/fak/trace/{trace}", headers=own).json()["taint"] == "trusted"
     assert client.post("/v1/fak/adjudicate", json=email).json()["verdict"]["kind"] == "ALLOW"
 
 
@@ -161,13 +165,14 @@ def test_admit_quarantines_a_secret_shaped_result(client: TestClient) -> None:
     body = r.json()
     assert body["verdict"]["kind"] == "QUARANTINE"
     assert secret not in body["result"]["content"]
-    assert client.get("/v1/fak/trace/q1").json()["taint"] == "quarantined"
+    own = {"X-Fak-Session": r.headers["x-fak-session"]}
+    assert client.get("/v1/fak/trace/q1", headers=own).json()["taint"] == "quarantined"
 
 
 def test_principal_header_beats_body(state: GatewayState) -> None:
     seen: list[str] = []
     state.kernel.subscribe(lambda ev: seen.append(ev.call.principal))
-    with TestClient(create_app(state)) as c:
+    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
         c.post(
             "/v1/fak/adjudicate",
             json={"tool": "echo", "principal": "body"},
@@ -224,7 +229,7 @@ def test_unknown_route_is_404_envelope(client: TestClient) -> None:
 # ----------------------------------------------------------------------------- body cap
 def test_body_over_cap_by_content_length_is_413(state: GatewayState) -> None:
     state.max_body = 1024
-    with TestClient(create_app(state)) as c:
+    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
         big = {"tool": "echo", "arguments": {"blob": "x" * 2000}}
         r = c.post("/v1/fak/adjudicate", json=big)
         assert_envelope(r, 413, "invalid_request_error", contains="1024 bytes")
@@ -241,8 +246,8 @@ def test_chunked_body_over_cap_is_413(state: GatewayState) -> None:
             yield b"y" * 200
         yield b'"}}'
 
-    with TestClient(create_app(state)) as c:
-        r = c.post("/v1/fak/adjudicate", content=chunks())
+    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
+        r = c.post("/v1/fak/adjudicate", content=chunks(), headers=JSON)
         assert "content-length" not in r.request.headers  # really chunked
         assert_envelope(r, 413, "invalid_request_error", contains="limit")
 
@@ -250,7 +255,7 @@ def test_chunked_body_over_cap_is_413(state: GatewayState) -> None:
             yield b'{"tool": '
             yield b'"echo"}'
 
-        ok = c.post("/v1/fak/adjudicate", content=small())
+        ok = c.post("/v1/fak/adjudicate", content=small(), headers=JSON)
         assert ok.status_code == 200
         assert ok.json()["verdict"]["kind"] == "ALLOW"
 
@@ -268,7 +273,9 @@ def _route_ok(request: Request) -> Response:
 @pytest.fixture
 def authed(state: GatewayState) -> Iterator[TestClient]:
     extra = [Route("/v1/chat/completions", _route_ok, methods=["POST"])]
-    with TestClient(create_app(state, api_key="s3cret-key", extra_routes=extra)) as c:
+    with TestClient(
+        create_app(state, api_key="s3cret-key", extra_routes=extra), base_url="http://127.0.0.1"
+    ) as c:
         yield c
 
 
@@ -324,7 +331,7 @@ def _boom(request: Request) -> Response:
 
 def test_exception_in_any_handler_is_a_clean_500(state: GatewayState) -> None:
     app = create_app(state, extra_routes=[Route("/boom", _boom)])
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
         r = c.get("/boom", headers={"X-Trace-Id": "t-500"})
     err = assert_envelope(r, 500, "server_error", contains="t-500")
     assert "kaboom" not in err["message"]  # internals are logged, not leaked
@@ -340,14 +347,14 @@ class ExplodingState(GatewayState):
 
 def test_exception_inside_the_seam_is_a_500_not_an_allow() -> None:
     app = create_app(ExplodingState(make_kernel()))
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
         r = c.post("/v1/fak/adjudicate", json={"tool": "echo"})
     assert_envelope(r, 500, "server_error")
 
 
 # ----------------------------------------------------------------------------- policy reload
 def test_policy_reload_good_then_bad(state: GatewayState, policy_file: Path) -> None:
-    with TestClient(create_app(state, policy_path=policy_file)) as c:
+    with TestClient(create_app(state, policy_path=policy_file), base_url="http://127.0.0.1") as c:
         assert c.post("/v1/fak/adjudicate", json={"tool": "echo"}).json()["verdict"]["kind"] == (
             "ALLOW"
         )
@@ -387,7 +394,7 @@ def test_policy_reload_without_a_file_is_404(client: TestClient) -> None:
 # ----------------------------------------------------------------------------- misc routes
 def test_healthz_and_models(state: GatewayState) -> None:
     app = create_app(state, models=("fak-scripted",), health={"planner": "scripted"})
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         h = c.get("/healthz")
         assert h.status_code == 200
         assert h.json()["ok"] is True
@@ -441,5 +448,11 @@ def test_blank_means_what_the_openapi_pattern_means(
     else:
         assert r.status_code == 200
         assert r.json()["verdict"]["kind"] == "DENY"  # an unknown tool: a verdict, not a 400
-    reset = client.post("/v1/fak/trace/reset", json={"trace_id": text})
-    assert reset.status_code == (400 if blank else 200)
+    own = {"X-Fak-Session": r.headers.get("x-fak-session", "")} if not blank else {}
+    reset = client.post("/v1/fak/trace/reset", json={"trace_id": text}, headers=own)
+    assert reset.status_code == (400 if blank else 403)  # the tool's request minted the trace
+    if not blank:  # the trace named in the body: its first request claims it
+        claim = client.post("/v1/fak/adjudicate", json={"tool": "echo", "trace_id": text})
+        own = {"X-Fak-Session": claim.headers["x-fak-session"]}
+        reset = client.post("/v1/fak/trace/reset", json={"trace_id": text}, headers=own)
+        assert reset.status_code == 200, reset.text

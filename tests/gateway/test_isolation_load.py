@@ -58,13 +58,16 @@ async def _session(
 ) -> tuple[list[tuple[str, str]], str]:
     await go.wait()  # every session starts at once
     out = []
+    own: dict[str, str] = {}
     for route, body in _steps(tainted):
-        r = await c.post(f"/v1/fak/{route}", json={**body, "trace_id": trace})
+        r = await c.post(f"/v1/fak/{route}", json={**body, "trace_id": trace}, headers=own)
         assert r.status_code == 200, r.text
         assert r.json()["trace_id"] == trace
+        if not own:  # the first request claimed the trace: its token reads it back
+            own = {"X-Fak-Session": r.headers["x-fak-session"]}
         out.append(_outcome(r.json()))
         await asyncio.sleep(random.random() / 100)  # interleave the sessions' steps
-    taint = (await c.get(f"/v1/fak/trace/{trace}")).json()["taint"]
+    taint = (await c.get(f"/v1/fak/trace/{trace}", headers=own)).json()["taint"]
     return out, str(taint)
 
 

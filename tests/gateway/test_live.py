@@ -39,7 +39,9 @@ def test_chunked_body_over_cap_over_a_real_socket(
         yield b'"}}'
 
     with httpx.Client(base_url=url, timeout=10) as c:
-        r = c.post("/v1/fak/adjudicate", content=chunks())
+        r = c.post(
+            "/v1/fak/adjudicate", content=chunks(), headers={"content-type": "application/json"}
+        )
         assert r.status_code == 413
         assert r.json()["error"]["code"] == "request_too_large"
     with httpx.Client(base_url=url, timeout=10) as c:  # the server still serves

@@ -255,7 +255,7 @@ def _mcp_server(app: Any) -> Any:
 def harness() -> Iterator[Harness]:
     state = GatewayState(_kernel())
     app = create_app(state)
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         portal = client.portal
         assert portal is not None
         with portal.wrap_async_context_manager(Client(_mcp_server(app), mode="legacy")) as mcp:

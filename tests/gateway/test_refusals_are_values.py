@@ -55,7 +55,7 @@ def _mcp_body(res: Any) -> dict[str, Any]:
 def test_every_refusal_is_a_value_and_every_bad_request_a_400() -> None:
     state = GatewayState(make_kernel())
     app = create_app(state)
-    with TestClient(app) as http:
+    with TestClient(app, base_url="http://127.0.0.1") as http:
         portal = http.portal
         assert portal is not None
         with portal.wrap_async_context_manager(Client(_mcp_server(app), mode="legacy")) as mcp:

@@ -123,8 +123,13 @@ def test_streaming_all_dropped_ends_turn(gateway: Gateway, upstream: ScriptedUps
     assert "deny_thing: DENY (POLICY_BLOCK/TERMINAL)" in text
 
 
-def test_client_credentials_are_forwarded(gateway: Gateway, upstream: ScriptedUpstream) -> None:
+def test_client_credentials_are_forwarded_only_when_named(
+    gateway: Gateway, make_gateway: Any, upstream: ScriptedUpstream
+) -> None:
     upstream.reset(Script(text="hi"))
+    client(gateway, key="ak-mine").messages.create(**ask())
+    assert not any("ak-mine" in v for v in upstream.requests[-1].headers.values())
+    gateway = make_gateway(forward_headers=("x-api-key", "authorization"))
     client(gateway, key="ak-mine").messages.create(**ask())
     headers = upstream.requests[-1].headers
     # anthropic 2.x sends the key as a bearer token; 0.x sent x-api-key: either is relayed

@@ -139,9 +139,14 @@ def test_streaming_all_dropped_finishes_stop(gateway: Gateway, upstream: Scripte
     assert body.rstrip().endswith("data: [DONE]")
 
 
-def test_client_credential_is_forwarded(gateway: Gateway, upstream: ScriptedUpstream) -> None:
+def test_client_credential_is_forwarded_only_when_named(
+    gateway: Gateway, make_gateway: Any, upstream: ScriptedUpstream
+) -> None:
     upstream.reset(Script(text="hi"))
     client(gateway, key="sk-mine").chat.completions.create(**ask())
+    assert "authorization" not in upstream.requests[-1].headers
+    named = make_gateway(forward_headers=("Authorization",))
+    client(named, key="sk-mine").chat.completions.create(**ask())
     assert upstream.requests[-1].headers["authorization"] == "Bearer sk-mine"
 
 

@@ -19,7 +19,10 @@ def test_a_cookie_the_upstream_sets_never_reaches_another_turn(
     make_gateway: Any, upstream: ScriptedUpstream, upstream_url: str
 ) -> None:
     # by host name: cookie jars refuse cookies from bare IP addresses, which would hide a jar
-    gateway = make_gateway(base_url=upstream_url.replace("127.0.0.1", "localhost") + "/v1")
+    gateway = make_gateway(
+        base_url=upstream_url.replace("127.0.0.1", "localhost") + "/v1",
+        forward_headers=("authorization",),
+    )
     upstream.reset(Script(text="hi", cookie="session=alice-secret"))
     first = httpx.post(
         gateway.url + "/v1/chat/completions",

@@ -61,7 +61,9 @@ def test_ledger_is_lru_bounded() -> None:
     assert len(ledger) == 4
     assert ledger.evicted == 96
     assert ledger.level("t99") == Taint.TAINTED
-    assert ledger.level("t0") == Taint.TRUSTED  # the documented cost of the bound
+    # Evicted is not forgotten: the tombstones keep every evicted trace at least as tainted.
+    assert all(ledger.level(f"t{i}") == Taint.TAINTED for i in range(100))
+    assert ledger.tombstones >= 1
 
 
 def kernel() -> Kernel:
@@ -196,3 +198,49 @@ def test_authorize_rule_is_the_explicit_escape() -> None:
     k = Kernel(Policy(allow=("send_email",), authorize=(AuthorizeRule("send_email", "EGRESS"),)))
     k.ledger.raise_to("s", Taint.TAINTED)
     assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.ALLOW
+
+
+# ---------------------------------------------------------------- C4.4 forgotten state
+@pytest.mark.fak_theorem("C4.4")
+@given(
+    st.sampled_from([Taint.TAINTED, Taint.QUARANTINED]),
+    st.lists(st.text(min_size=1, max_size=40), min_size=0, max_size=120),
+    st.integers(min_value=1, max_value=8),
+    st.integers(min_value=200, max_value=2000),
+)
+def test_eviction_pressure_never_makes_a_tainted_session_trusted(
+    mark: Taint, fresh: list[str], limit: int, max_bytes: int
+) -> None:
+    """The victim's session is tainted, then any number of fresh sessions (of any ids) are
+    tainted after it, past the ledger's entry and byte bounds: the victim still reads at
+    least its mark, its egress is still denied, and the ledger holds no more than its bounds."""
+    k = Kernel(POLICY, ledger=MemoryLedger(limit=limit, max_bytes=max_bytes))
+    k.register_tool("fetch_url", lambda a: "weather: sunny")
+    k.ledger.raise_to("victim", mark)
+    for trace in fresh:
+        if trace != "victim":
+            k.syscall(ToolCall("fetch_url", "{}", trace))
+    assert k.taint("victim") >= mark
+    v = k.decide(ToolCall("send_email", EGRESS, "victim"))
+    assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.TRUST_VIOLATION)
+    ledger = k.ledger
+    assert isinstance(ledger, MemoryLedger)
+    stats = ledger.stats()
+    assert len(ledger) <= limit
+    assert stats["ledger_bytes"] <= max(max_bytes, stats["ledger_bytes"] if len(ledger) == 1 else 0)
+    for trace in fresh:  # every evicted session reads at least TAINTED too
+        assert k.taint(trace) >= Taint.TAINTED
+
+
+@pytest.mark.fak_theorem("C4.4")
+@given(st.lists(st.integers(min_value=0, max_value=3000), min_size=1, max_size=60))
+def test_held_results_are_bounded_in_bytes(sizes: list[int]) -> None:
+    from fak_core.admission import HeldStore
+
+    held = HeldStore(limit=1000, max_bytes=5000)
+    for n in sizes:
+        held.hold("x" * n)
+        assert held.stats()["held_bytes"] <= 5000 or len(held) == 0
+    assert held.stats()["held_bytes"] == sum(
+        len(held.get(k) or "") + len(k) for k in list(held._items)
+    )

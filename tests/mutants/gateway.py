@@ -313,3 +313,61 @@ def prefix_on_aggregated_name() -> Any:
             yield
 
     return both()
+
+# ------------------------------------------------------------------------------- D12
+@mutant("D12/sequential-ids")
+def sequential_ids() -> Any:
+    """The gateway mints trace ids from a counter (``gw-1``, ``gw-2``, ...), as it once did:
+    a client guesses the next one."""
+    import itertools
+
+    counter = itertools.count(1)
+
+    def mint() -> str:
+        return f"gw-{next(counter)}"
+
+    return mock.patch.object(_state_module, "new_trace_id", mint)
+
+
+@mutant("D12/reset-without-owner")
+def reset_without_owner() -> Any:
+    """Reading and resetting a trace check no ownership: anyone who names it may."""
+    from fak_core.gateway.sessions import Sessions
+
+    def permits(self: Sessions, trace: str, token: str | None, operator: str | None) -> str:
+        return "owner"
+
+    return mock.patch.object(Sessions, "permits", permits)
+
+
+# ------------------------------------------------------------------------------- D13
+@mutant("D13/host-check-only-on-mcp")
+def host_check_only_on_mcp() -> Any:
+    """Host, Origin and Content-Type are checked on ``/mcp`` only, as they once were."""
+    from fak_core.gateway.middleware import HostOriginMiddleware
+
+    real = HostOriginMiddleware.refusal
+
+    def refusal(self: HostOriginMiddleware, scope: Any) -> Any:
+        return real(self, scope) if scope.get("path") == "/mcp" else None
+
+    return mock.patch.object(HostOriginMiddleware, "refusal", refusal)
+
+
+@mutant("D13/credential-forwarded")
+def credential_forwarded() -> Any:
+    """With no pinned key, the client's Authorization and X-Api-Key go upstream, as they
+    once did (with --api-key-env, that is the client's gateway key)."""
+    from fak_core.gateway.upstream import Upstream
+
+    real = Upstream.headers
+
+    def headers(self: Upstream, wire: Any, client_headers: Any) -> dict[str, str]:
+        out = real(self, wire, client_headers)
+        if not self.config.api_key:
+            for name in ("authorization", "x-api-key"):
+                if client_headers.get(name):
+                    out[name] = client_headers[name]
+        return out
+
+    return mock.patch.object(Upstream, "headers", headers)

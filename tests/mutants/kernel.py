@@ -346,3 +346,34 @@ def unknown_reasons_pass() -> Any:
         return name
 
     return mock.patch.object(_policy, "_reason", reason)
+
+
+# ---------------------------------------------------------------- C4.4 forgotten state
+@mutant("C4.4/lru-forgets")
+def lru_forgets() -> Any:
+    """The ledger evicts its least recently raised mark and forgets it (reads TRUSTED)."""
+
+    def evict(self: MemoryLedger) -> None:
+        old, _ = self._marks.popitem(last=False)
+        self._bytes -= 96 + len(old.encode("utf-8", "surrogatepass"))
+        self.evicted += 1
+        self._tomb[:] = bytes(len(self._tomb))
+
+    return mock.patch.object(MemoryLedger, "_evict", evict)
+
+
+@mutant("C4.4/held-count-only")
+def held_count_only() -> Any:
+    """Held results are bounded by count only: 8192 of 4 MiB each fit."""
+    from fak_core.admission import HeldStore
+
+    real = HeldStore.hold
+
+    def hold(self: HeldStore, payload: str, key: str | None = None) -> str:
+        saved, self.max_bytes = self.max_bytes, 1 << 62
+        try:
+            return real(self, payload, key)
+        finally:
+            self.max_bytes = saved
+
+    return mock.patch.object(HeldStore, "hold", hold)

@@ -55,3 +55,14 @@ def retry_after_full_window() -> Any:
             "wait_ms = max(1, int(lim.window_s * 1000))",
         ),
     )
+
+
+@mutant("D9.1/keyed-by-trace-only")
+def keyed_by_trace_only() -> Any:
+    """Every limit is keyed by the trace, as the default once was: a client that sends no
+    trace id gets a fresh budget every turn."""
+
+    def key(self: RateLimiter, view: Any) -> str:
+        return "trace:" + view.call.trace_id
+
+    return mock.patch.object(RateLimiter, "_key", key)
