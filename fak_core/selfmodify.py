@@ -40,7 +40,7 @@ SHLEX_MAX = 1024
 
 _QUOTES = str.maketrans("", "", "'\"")
 _QUOTES_AND_ESCAPES = str.maketrans("", "", "'\"\\")
-_SPLIT = re.compile(r"[\s;|&<>()`=,:\[\]{}]+")
+_SPLIT = re.compile(r"[\s;|&<>()`=,:\[\]{}]++")
 _HEADERS = (
     "*** Update File:",
     "*** Add File:",
