@@ -109,7 +109,7 @@ class CapabilityFloor:
         if args is None:
             return Verdict.deny(Reason.MALFORMED, BY, claim="arguments are not a JSON object")
         if self._globs and self._write_shaped(tool):
-            v = self._self_modify(args)
+            v = self._self_modify(args, view.call.args)
             if v is not None:
                 return v
         if self._rules:
@@ -160,10 +160,10 @@ class CapabilityFloor:
                 return True
         return False
 
-    def _self_modify(self, args: dict[str, Any]) -> Verdict | None:
+    def _self_modify(self, args: dict[str, Any], raw: str | bytes | None = None) -> Verdict | None:
         """DENY/SELF_MODIFY when a key or string at any depth names a protected path
         (whole, in a patch header or as a shell word: :mod:`fak_core.selfmodify`)."""
-        glob = self._guard.first_protected(args)
+        glob = self._guard.first_protected(args, raw)
         if glob is not None:
             return Verdict.deny(Reason.SELF_MODIFY, BY, claim=glob)
         return None

@@ -12,7 +12,9 @@ position in ``starts`` (0 only for an anchored match; 0 and every position after
 for a match of any trailing part of a path) in the same single pass, so asking about all
 suffixes costs what asking about one does. The step counter it returns is the number of
 characters consumed: at most ``len(text)``, whatever the glob or the text (each step is a
-handful of integer operations on ``len(glob) + 1`` bits).
+handful of integer operations on ``len(glob) + 1`` bits). The two commonest shapes, a
+literal and a literal followed by one ``*``, are answered by a substring test instead
+(counted as ``len(text)`` steps), which means the same and runs at C speed.
 """
 
 from __future__ import annotations
@@ -51,8 +53,7 @@ def _atoms(glob: str) -> list[str | Callable[[str], bool]]:
             if j >= n:
                 atoms.append("[")  # an unclosed bracket is a literal
             else:
-                member = re.compile(fnmatch.translate(glob[i - 1 : j + 1])).match
-                atoms.append(lambda ch, m=member: m(ch) is not None)
+                atoms.append(_member(re.compile(fnmatch.translate(glob[i - 1 : j + 1]))))
                 i = j + 1
         else:
             atoms.append(c)
@@ -63,10 +64,16 @@ def _any(ch: str) -> bool:
     return True
 
 
+def _member(cls: re.Pattern[str]) -> Callable[[str], bool]:
+    """A bracket class as a predicate (the class is the regular expression fnmatch builds)."""
+    match = cls.match
+    return lambda ch: match(ch) is not None
+
+
 class Glob:
     """One compiled glob. ``match`` answers in one pass over the text."""
 
-    __slots__ = ("_atoms", "_final", "_memo", "_stars", "glob", "pieces")
+    __slots__ = ("_atoms", "_final", "_literal", "_memo", "_prefix", "_stars", "glob", "pieces")
 
     def __init__(self, glob: str) -> None:
         self.glob = glob
@@ -86,6 +93,15 @@ class Glob:
                 cur = []
         runs.append("".join(cur))
         self.pieces = tuple(p for r in runs for p in r.split("/") if p)
+        # The common shapes, answered by a substring test at C speed with the same meaning:
+        # a literal (``fak-policy.json``) and a literal followed by one star (``fak_core/*``).
+        plain = all(isinstance(a, str) and a != _STAR for a in atoms)
+        self._literal = "".join(atoms) if plain else None  # type: ignore[arg-type]
+        head = atoms[:-1]
+        prefix = (
+            atoms and atoms[-1] == _STAR and all(isinstance(a, str) and a != _STAR for a in head)
+        )
+        self._prefix = "".join(head) if prefix else None  # type: ignore[arg-type]
 
     def _mask(self, ch: str) -> int:
         """The states whose (non-star) atom accepts ``ch``, memoised per character."""
@@ -111,6 +127,14 @@ class Glob:
     def run(self, text: str, anchored: bool) -> tuple[bool, int]:
         """(whether the glob matches ``text`` or, unless ``anchored``, any suffix of it that
         starts just after a ``/``; the number of steps taken)."""
+        prefix = self._prefix
+        if prefix is not None:  # some part starts with the prefix
+            hit = text.startswith(prefix) or (not anchored and "/" + prefix in text)
+            return hit, len(text)
+        literal = self._literal
+        if literal is not None:  # some part is the literal
+            hit = text == literal or (not anchored and text.endswith("/" + literal))
+            return hit, len(text)
         stars = self._stars
         final = self._final
         memo = self._memo

@@ -72,6 +72,7 @@ class Redactor:
         dropped: set[str] = set()
         out: dict[str, Any] = {}
         stack: list[tuple[Any, Any]] = [(args, out)]
+        copy: dict[str, Any] | list[Any]
         pop, push = stack.pop, stack.append
         while stack:
             src, dst = pop()

@@ -127,21 +127,34 @@ class PathGuard:
     def __bool__(self) -> bool:
         return bool(self._globs)
 
-    def first_protected(self, args: Any) -> str | None:
-        """The first glob that a key or string anywhere in ``args`` names, or None."""
+    def first_protected(self, args: Any, raw: str | bytes | None = None) -> str | None:
+        """The first glob that a key or string anywhere in ``args`` names, or None.
+
+        ``raw``, the JSON text ``args`` was parsed from, lets most calls skip the walk:
+        without a backslash it holds no escape, so every key and string (and every word
+        cut from one) is a substring of it with quotes removed, and a glob none of whose
+        pieces occur there cannot be named.
+        """
+        globs = self._globs
+        if raw is not None:
+            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            if "\\" not in text:
+                text = text.translate(_QUOTES)
+                globs = tuple(g for g in globs if g.could_name(text))
+                if not globs:
+                    return None
         stack: list[Any] = [args]
         pop, push = stack.pop, stack.append
-        check = self.protected
         while stack:
             value = pop()
             if type(value) is str:
                 if value:
-                    hit = check(value)
+                    hit = self.protected(value, globs)
                     if hit is not None:
                         return hit
             elif type(value) is dict:
                 for k, v in value.items():
-                    hit = check(k) if k else None
+                    hit = self.protected(k, globs) if k else None
                     if hit is not None:
                         return hit
                     push(v)
@@ -149,9 +162,9 @@ class PathGuard:
                 stack.extend(value)
         return None
 
-    def protected(self, text: str) -> str | None:
+    def protected(self, text: str, globs: tuple[_Gated, ...] | None = None) -> str | None:
         """The first glob that ``text`` names as a whole, in a patch header or as a word."""
-        for g in self._globs:
+        for g in self._globs if globs is None else globs:
             if self._names(g, text):
                 return g.glob
         return None

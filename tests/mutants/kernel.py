@@ -357,7 +357,7 @@ def first_key_only() -> Any:
     """The self-modify guard reads only the first top-level path key (the original bug)."""
     from fak_core.floor import glob_matches
 
-    def self_modify(self: CapabilityFloor, args: dict[str, Any]) -> Verdict | None:
+    def self_modify(self: CapabilityFloor, args: dict[str, Any], raw: Any = None) -> Verdict | None:
         for key in _PATH_KEYS:
             path = args.get(key)
             if isinstance(path, str) and path:
