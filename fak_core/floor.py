@@ -88,6 +88,7 @@ class CapabilityFloor:
         self._globs = tuple(policy.self_modify_globs)
         self._guard = PathGuard(self._globs)
         self._redact = Redactor(policy.redact_fields)
+        self._redacts = bool(policy.redact_fields)
         self._deny_hosts = frozenset(h.lower() for h in policy.deny_hosts)
         # A cheap screen over the raw text before walking the arguments: a denied or
         # link-local host can only be named if one of these appears (JSON escapes and
@@ -126,9 +127,8 @@ class CapabilityFloor:
                         Reason.EGRESS_BLOCK, BY, claim=f"egress to {host} is denied"
                     )
         if tool in self._allow or (self._prefixes and tool.startswith(self._prefixes)):
-            redact = self._redact
-            if redact and self._names_redacted(args):
-                kept, dropped = redact.redact(args)
+            if self._redacts and self._redact.names_redacted(args):
+                kept, dropped = self._redact.redact(args)
                 return Verdict.transform(
                     orjson.dumps(kept).decode("utf-8"), BY, meta={"redacted": ",".join(dropped)}
                 )
@@ -138,10 +138,6 @@ class CapabilityFloor:
                 BY, meta={"posture": "admit_and_log", "would_deny": "DEFAULT_DENY"}
             )
         return Verdict.deny(Reason.DEFAULT_DENY, BY, claim=f"no policy rule allows tool {tool}")
-
-    def _names_redacted(self, args: dict[str, Any]) -> bool:
-        """Whether an object at any depth has a redacted key (:mod:`fak_core.redact`)."""
-        return self._redact.names_redacted(args)
 
     def _write_shaped(self, tool: str) -> bool:
         # memoised per floor: tool names repeat; the memo is bounded and private

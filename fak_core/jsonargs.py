@@ -109,13 +109,14 @@ def parse_args(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> dict[str, Any]:
     """Parse tool arguments; raise :class:`ArgsError` saying what is wrong and how to fix it."""
-    # a character is at most 4 bytes: only a str that could be over the limit is encoded
-    size = len(raw) if isinstance(raw, bytes) or len(raw) * 4 <= max_bytes else args_nbytes(raw)
-    if size > max_bytes:
-        raise ArgsError(
-            Reason.OVERSIZE,
-            f"arguments are {size} bytes, over the {max_bytes}-byte limit: send less",
-        )
+    # a character is at most 4 bytes: only a text over a quarter of the limit is measured
+    if len(raw) > max_bytes >> 2:
+        size = args_nbytes(raw)
+        if size > max_bytes:
+            raise ArgsError(
+                Reason.OVERSIZE,
+                f"arguments are {size} bytes, over the {max_bytes}-byte limit: send less",
+            )
     if not (raw.strip(b" \t\r\n") if isinstance(raw, bytes) else raw.strip(" \t\r\n")):
         return {}  # JSON white space only (str.isspace would also take \x1c and friends)
     try:

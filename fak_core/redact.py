@@ -48,22 +48,32 @@ class Redactor:
 
     def names_redacted(self, args: Any) -> bool:
         """Whether any object anywhere in ``args`` has a redacted key."""
-        hit = self._hit
-        stack: list[Any] = [args]
-        pop, push = stack.pop, stack.append
-        while stack:
-            value = pop()
+        memo = self._memo
+        stack: list[Any] | None = None  # only made when there is something nested
+        value = args
+        while True:
             if type(value) is dict:
                 for k, v in value.items():
-                    if hit(k):
+                    hit = memo.get(k)
+                    if hit is None:
+                        hit = self._hit(k)
+                    if hit:
                         return True
                     if type(v) is dict or type(v) is list:
-                        push(v)
+                        if stack is None:
+                            stack = [v]
+                        else:
+                            stack.append(v)
             else:  # a list: only containers are pushed
                 for v in value:
                     if type(v) is dict or type(v) is list:
-                        push(v)
-        return False
+                        if stack is None:
+                            stack = [v]
+                        else:
+                            stack.append(v)
+            if not stack:
+                return False
+            value = stack.pop()
 
     def redact(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """A copy of ``args`` without the redacted keys (at any depth), and their sorted,

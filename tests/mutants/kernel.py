@@ -424,11 +424,8 @@ def counts_characters() -> Any:
 
     return edited(
         _jsonargs.parse_args,
-        (
-            "size = len(raw) if isinstance(raw, bytes) or len(raw) * 4 <= max_bytes "
-            "else args_nbytes(raw)",
-            "size = len(raw)",
-        ),
+        ("if len(raw) > max_bytes >> 2:", "if len(raw) > max_bytes:"),
+        ("size = args_nbytes(raw)", "size = len(raw)"),
     )
 
 
