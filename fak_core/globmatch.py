@@ -73,7 +73,18 @@ def _member(cls: re.Pattern[str]) -> Callable[[str], bool]:
 class Glob:
     """One compiled glob. ``match`` answers in one pass over the text."""
 
-    __slots__ = ("_atoms", "_final", "_literal", "_memo", "_prefix", "_stars", "glob", "pieces")
+    __slots__ = (
+        "_atoms",
+        "_final",
+        "_head",
+        "_literal",
+        "_memo",
+        "_prefix",
+        "_stars",
+        "_tail",
+        "glob",
+        "pieces",
+    )
 
     def __init__(self, glob: str) -> None:
         self.glob = glob
@@ -102,6 +113,15 @@ class Glob:
             atoms and atoms[-1] == _STAR and all(isinstance(a, str) and a != _STAR for a in head)
         )
         self._prefix = "".join(head) if prefix else None  # type: ignore[arg-type]
+        # The literal runs the glob starts and ends with: a text that does not start (at a
+        # part) or end with them cannot match, which a substring test says at C speed.
+        self._head = runs[0]
+        self._tail = runs[-1] if len(runs) > 1 else ""
+
+    @property
+    def simple(self) -> bool:
+        """Whether the glob is a literal, or a literal followed by one ``*``."""
+        return self._literal is not None or self._prefix is not None
 
     def _mask(self, ch: str) -> int:
         """The states whose (non-star) atom accepts ``ch``, memoised per character."""
@@ -135,6 +155,12 @@ class Glob:
         if literal is not None:  # some part is the literal
             hit = text == literal or (not anchored and text.endswith("/" + literal))
             return hit, len(text)
+        tail = self._tail
+        if tail and not text.endswith(tail):
+            return False, len(text)
+        h = self._head
+        if h and not (text.startswith(h) or (not anchored and "/" + h in text)):
+            return False, len(text)
         stars = self._stars
         final = self._final
         memo = self._memo

@@ -7,16 +7,17 @@ Every key and every string at any depth is a candidate, and so is every path it 
   ``*** Delete File: p``, ``*** Move to: p``, ``--- a/p``, ``+++ b/p``, ``diff --git``,
   ``rename``/``copy from``/``to``, ``Index: p``), one per line;
 * its shell words: the text with quote characters removed (backslashes kept, and again
-  removed), split on white space and shell punctuation (``;|&<>()`=,:[]{}``), and, for a
-  string of at most :data:`SHLEX_MAX` characters, the words :func:`shlex.split` reads
-  (a quoting error there is ignored: the split words were taken already).
+  removed), split on white space and shell punctuation (``;|&<>()`=,:[]{}``); and, for a
+  glob other than a plain name or directory (``*.pem``, or one holding such a character)
+  and a quoted string, the words :func:`shlex.split` would read (:func:`shlex_words`,
+  which never raises).
 
 Each candidate is normalised (``\\`` to ``/``, then :func:`posixpath.normpath`) and
 matched by each glob against its every trailing part (:func:`fak_core.floor.glob_matches`).
 The walk is iterative and every step is linear: a glob's literal pieces are looked for in
 the text (at C speed) before any candidate is cut from it or matched, splitting is by
-compiled character classes, matching is one pass (:mod:`fak_core.globmatch`), and
-:mod:`shlex` (quadratic on one long word) only ever sees short strings.
+compiled character classes, matching is one pass (:mod:`fak_core.globmatch`), and shell
+words are read by possessive patterns, not by :mod:`shlex` (quadratic on one long word).
 
 What it does not do: evaluate the shell (variables, globs, brace expansion, ``cd``), or
 read a path that is assembled from parts in different strings.
@@ -24,19 +25,14 @@ read a path that is assembled from parts in different strings.
 
 from __future__ import annotations
 
-import contextlib
 import posixpath
 import re
-import shlex
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fak_core.globmatch import Glob, compile_glob
 
-__all__ = ["SHLEX_MAX", "PathGuard", "glob_pattern", "shell_words"]
-
-#: Strings longer than this are split without :mod:`shlex` (which copies a word per character).
-SHLEX_MAX = 1024
+__all__ = ["PathGuard", "glob_pattern", "patch_paths", "shell_words", "shlex_words"]
 
 _QUOTES = str.maketrans("", "", "'\"")
 _QUOTES_AND_ESCAPES = str.maketrans("", "", "'\"\\")
@@ -70,18 +66,49 @@ def shell_words(text: str) -> list[str]:
 
     Quote characters are removed (a shell joins quoted pieces to their neighbours), then
     the text is split on white space and shell punctuation, once with backslashes kept
-    (a Windows path) and once with them removed (a shell escape); short texts are also
-    read by :func:`shlex.split`.
+    (a Windows path) and once with them removed (a shell escape). Every word
+    :func:`shlex.split` would read is one of these or holds one, except a word in which
+    quoting keeps a separator (``'My Docs/x'``): see :func:`shlex_words`.
     """
     kept = text.translate(_QUOTES)
     words = [w for w in _SPLIT.split(kept) if w]
     if "\\" in kept:
         words += [w for w in _SPLIT.split(text.translate(_QUOTES_AND_ESCAPES)) if w]
-    if len(text) <= SHLEX_MAX and ("'" in text or '"' in text or "\\" in text):
-        # unbalanced quotes raise ValueError: the split above took the words already
-        with contextlib.suppress(ValueError):
-            words += shlex.split(text, posix=True)
     return words
+
+
+# One POSIX shell word, as shlex.split reads it (white space ' \t\r\n' separates; single
+# quotes keep everything; in double quotes a backslash escapes only '"' and '\\'; outside,
+# a backslash escapes any character). An unclosed quote runs to the end of the text and a
+# final backslash stands for itself, so no alternative ever fails after reading: every
+# character is read once (and every repeat is possessive).
+_WORD = re.compile(
+    r"""(?:[^ \t\r\n'"\\]++|'[^']*+(?:'|\Z)|"(?:[^"\\]++|\\.)*+(?:"|\Z)|\\(?:.|\Z))++""",
+    re.DOTALL,
+)
+_SEGMENT = re.compile(
+    r"""'([^']*+)(?:'|\Z)|"((?:[^"\\]++|\\.)*+)(?:"|\Z)|\\(.|\Z)|([^'"\\]++)""", re.DOTALL
+)
+_DQ_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def _unquote(segment: re.Match[str]) -> str:
+    single, double, escaped, bare = segment.groups()
+    if double is not None:
+        return _DQ_ESCAPE.sub(r"\1", double)
+    return single if single is not None else escaped if escaped is not None else bare
+
+
+def shlex_words(text: str) -> list[str]:
+    """The words :func:`shlex.split` reads from ``text`` (``posix=True``), read in one pass
+    by compiled patterns: the same words wherever :mod:`shlex` succeeds (a test compares
+    them). Where it would raise, an unclosed quote runs to the end of the text and a final
+    backslash is kept. :mod:`shlex` itself is not used: it reads a character at a time in
+    Python and copies its word once per character (quadratic on one long word)."""
+    return [
+        "".join(_unquote(seg) for seg in _SEGMENT.finditer(word.group()))
+        for word in _WORD.finditer(text)
+    ]
 
 
 def patch_paths(text: str) -> Iterator[str]:
@@ -100,12 +127,16 @@ def patch_paths(text: str) -> Iterator[str]:
 class _Gated:
     """One protected glob, compiled, with the pieces every text it matches contains."""
 
-    __slots__ = ("glob", "pieces", "prog")
+    __slots__ = ("glob", "pieces", "prog", "spaced")
 
     def __init__(self, glob: str) -> None:
         self.glob = glob
         self.prog: Glob = compile_glob(glob_pattern(glob))
         self.pieces = tuple(p for piece in self.prog.pieces for p in _GATE_CUT.split(piece) if p)
+        # The split words find whatever shlex's words would for a literal or literal-star
+        # glob without a character the splitter cuts on (its match lies inside one split
+        # word); any other glob may need a quoted word whole (``'a b/x.py'``, ``*.py``).
+        self.spaced = not self.prog.simple or _SPLIT.search(glob) is not None
 
     def could_name(self, text: str) -> bool:
         for piece in self.pieces:  # noqa: SIM110 - a plain loop beats all() here
@@ -116,6 +147,9 @@ class _Gated:
     def matches(self, candidate: str) -> bool:
         p = posixpath.normpath(candidate.replace("\\", "/"))
         return self.prog.run(p, False)[0]
+
+    def any_match(self, candidates: list[str]) -> bool:
+        return any(self.could_name(c) and self.matches(c) for c in candidates)
 
 
 class PathGuard:
@@ -163,27 +197,38 @@ class PathGuard:
         return None
 
     def protected(self, text: str, globs: tuple[_Gated, ...] | None = None) -> str | None:
-        """The first glob that ``text`` names as a whole, in a patch header or as a word."""
-        for g in self._globs if globs is None else globs:
-            if self._names(g, text):
-                return g.glob
-        return None
+        """The first glob that ``text`` names as a whole, in a patch header or as a word.
 
-    @staticmethod
-    def _names(g: _Gated, text: str) -> bool:
-        if g.could_name(text):
-            if g.matches(text):
-                return True
-            if "\n" in text or "\r" in text:
-                for name in patch_paths(text):
-                    if name and g.could_name(name) and g.matches(name):
-                        return True
-        elif not (
-            ("'" in text or '"' in text or "\\" in text)
-            and (
-                g.could_name(text.translate(_QUOTES_AND_ESCAPES))
-                or g.could_name(text.translate(_QUOTES))
-            )
-        ):
-            return False
-        return any(g.could_name(word) and g.matches(word) for word in shell_words(text))
+        Each reading of ``text`` (patch names, words, unquoted variants) is made at most
+        once, and only for a glob whose pieces occur in the text it is cut from."""
+        quoted = "'" in text or '"' in text or "\\" in text
+        variants: tuple[str, str] | None = None
+        names: list[str] | None = None
+        words: list[str] | None = None
+        shlexed: list[str] | None = None
+        for g in self._globs if globs is None else globs:
+            if g.could_name(text):
+                if g.matches(text):
+                    return g.glob
+                if "\n" in text or "\r" in text:
+                    if names is None:
+                        names = [n for n in patch_paths(text) if n]
+                    if g.any_match(names):
+                        return g.glob
+            elif not quoted:
+                continue
+            else:
+                if variants is None:
+                    variants = (text.translate(_QUOTES), text.translate(_QUOTES_AND_ESCAPES))
+                if not (g.could_name(variants[0]) or g.could_name(variants[1])):
+                    continue
+            if words is None:
+                words = shell_words(text)
+            if g.any_match(words):
+                return g.glob
+            if g.spaced and quoted:  # the shell's own reading of the words
+                if shlexed is None:
+                    shlexed = shlex_words(text)
+                if g.any_match(shlexed):
+                    return g.glob
+        return None

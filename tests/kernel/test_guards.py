@@ -13,6 +13,7 @@ import fnmatch
 import json
 import posixpath
 import re
+import shlex
 from typing import Any
 
 import pytest
@@ -195,6 +196,25 @@ def test_what_the_guard_reads_and_what_it_leaves() -> None:
     )
 
 
+@pytest.mark.fak_theorem("D2.4")
+@given(st.text(st.sampled_from("ab '\"\\\t\n;$"), max_size=16))
+def test_shell_words_are_the_words_shlex_reads(text: str) -> None:
+    try:
+        want = shlex.split(text, posix=True)
+    except ValueError:  # shlex refuses it; the guard's reader still answers, without raising
+        assert isinstance(selfmodify.shlex_words(text), list)
+        return
+    assert selfmodify.shlex_words(text) == want
+
+
+@pytest.mark.fak_theorem("D2.4")
+def test_a_quoted_path_with_spaces_under_a_wildcard_glob() -> None:
+    k = Kernel(Policy(allow=("run_shell",), self_modify_globs=("secrets/*.pem", "My Docs/")))
+    for command in ("cp x 'secrets/a b.pem'", 'cat > "My Docs/notes"', "mv x My\\ Docs/y"):
+        v = k.decide(ToolCall("run_shell", json.dumps({"command": command})))
+        assert k.reasons.name(v.reason) == "SELF_MODIFY", command
+
+
 # ----------------------------------------------------------------- D2.5 redaction anywhere
 FIELDS = ("password", "api_key", "token", "secret", "authorization", "client-secret")
 BENIGN_KEYS = st.text(st.sampled_from("xyz0"), min_size=1, max_size=5)
@@ -316,7 +336,7 @@ def test_the_linear_glob_matcher_means_what_fnmatch_means(
 
 
 ADVERSARIAL_GLOBS = ("fak_core/", "*a*a*a*b", "?*?*?*x", "[!a]*[a-c]*z", "a/*/b/*/c", "**/x")
-UNITS = ("a/", "aa/a", "fak_core/..", "a*", "/", "ab", "x/")
+UNITS = ("a/", "aa/a", "fak_core/..", "a*", "/", "ab", "x/", "a/b", "a/x", "xaz", "a/b/c")
 
 
 @pytest.mark.fak_theorem("D2.6")
@@ -381,7 +401,7 @@ PATTERNS = {
     "sinks": ("_URL", "_EMAIL", "_HOST", "_IPV4", "_EXEC", "_DESTRUCTIVE", "_EGRESS"),
     "floor": ("_WRITE",),
     "jsonargs": ("_KEY_END_STR", "_KEY_END_BYTES"),
-    "selfmodify": ("_SPLIT", "_GATE_CUT"),
+    "selfmodify": ("_SPLIT", "_GATE_CUT", "_WORD", "_SEGMENT", "_DQ_ESCAPE"),
 }
 MODULES = {"sinks": sinks, "floor": floor, "jsonargs": jsonargs, "selfmodify": selfmodify}
 AUDITED = [f"{m}.{n}" for m, names in PATTERNS.items() for n in names] + [
