@@ -34,8 +34,17 @@ from fak_core.globmatch import Glob, compile_glob
 
 __all__ = ["PathGuard", "glob_pattern", "patch_paths", "shell_words", "shlex_words"]
 
-_QUOTES = str.maketrans("", "", "'\"")
-_QUOTES_AND_ESCAPES = str.maketrans("", "", "'\"\\")
+
+def _unquoted(text: str) -> str:
+    """``text`` without quote characters (str.replace: str.translate is ten times slower)."""
+    return text.replace("'", "").replace('"', "")
+
+
+def _unescaped(text: str) -> str:
+    """``text`` without quote characters and backslashes."""
+    return _unquoted(text).replace("\\", "")
+
+
 _SPLIT = re.compile(r"[\s;|&<>()`=,:\[\]{}]++")
 _HEADERS = (
     "*** Update File:",
@@ -70,10 +79,10 @@ def shell_words(text: str) -> list[str]:
     :func:`shlex.split` would read is one of these or holds one, except a word in which
     quoting keeps a separator (``'My Docs/x'``): see :func:`shlex_words`.
     """
-    kept = text.translate(_QUOTES)
+    kept = _unquoted(text)
     words = [w for w in _SPLIT.split(kept) if w]
     if "\\" in kept:
-        words += [w for w in _SPLIT.split(text.translate(_QUOTES_AND_ESCAPES)) if w]
+        words += [w for w in _SPLIT.split(kept.replace("\\", "")) if w]
     return words
 
 
@@ -173,7 +182,7 @@ class PathGuard:
         if raw is not None:
             text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
             if "\\" not in text:
-                text = text.translate(_QUOTES)
+                text = _unquoted(text)
                 globs = tuple(g for g in globs if g.could_name(text))
                 if not globs:
                     return None
@@ -219,7 +228,7 @@ class PathGuard:
                 continue
             else:
                 if variants is None:
-                    variants = (text.translate(_QUOTES), text.translate(_QUOTES_AND_ESCAPES))
+                    variants = (_unquoted(text), _unescaped(text))
                 if not (g.could_name(variants[0]) or g.could_name(variants[1])):
                     continue
             if words is None:
