@@ -37,13 +37,16 @@ DEFAULT_HELD_LIMIT = 8192
 DEFAULT_HELD_BYTES = 256 << 20
 BY = "result-screen"
 
-#: Secret shapes: provider keys, cloud keys, private keys, tokens.
+#: Secret shapes: provider keys, cloud keys, private keys, tokens. They are searched for in
+#: whole results, so none may backtrack: an open-ended run is possessive (``{20,}+``), and
+#: the key label of a PEM header (letters and spaces of length 2 or more, ending in a
+#: space) is read one possessive word at a time, trying the rest after each word.
 SECRET_PATTERNS = (
-    r"sk-[A-Za-z0-9_\-]{20,}",
+    r"sk-[A-Za-z0-9_\-]{20,}+",
     r"AKIA[0-9A-Z]{16}",
-    r"-----BEGIN (?:[A-Z ]+ )?PRIVATE KEY-----",
-    r"gh[pousr]_[A-Za-z0-9]{30,}",
-    r"xox[abposr]-[A-Za-z0-9\-]{10,}",
+    r"-----BEGIN (?:[A-Z ](?:[A-Z]*+ )+?)?PRIVATE KEY-----",
+    r"gh[pousr]_[A-Za-z0-9]{30,}+",
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}+",
     r"AIza[0-9A-Za-z_\-]{35}",
 )
 #: Phrases that try to steer the model from inside data (matched case-insensitively).

@@ -8,7 +8,6 @@ opt-in posture ``admit_and_log`` a default deny becomes an ALLOW that records it
 
 from __future__ import annotations
 
-import fnmatch
 import ipaddress
 import posixpath
 import re
@@ -17,9 +16,12 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from fak_core.globmatch import compile_glob
 from fak_core.nonblocking import nonblocking
 from fak_core.policy import ArgRule, Policy
 from fak_core.reasons import Reason, ReasonRegistry
+from fak_core.redact import Redactor
+from fak_core.selfmodify import PathGuard, glob_pattern
 from fak_core.sinks import external_destinations
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
@@ -29,18 +31,6 @@ __all__ = ["CapabilityFloor", "glob_matches", "is_write_shaped", "own_name", "pr
 BY = "floor"
 _ALLOWED = Verdict.allow(BY)
 _WRITE = re.compile(r"write|edit|delete|patch|put|exec|run|modify|create|move|rename|remove|save")
-_PATH_KEYS = (
-    "path",
-    "file_path",
-    "filePath",
-    "filepath",
-    "file",
-    "target",
-    "filename",
-    "dir",
-    "directory",
-    "destination",
-)
 
 
 def is_write_shaped(tool: str) -> bool:
@@ -81,14 +71,13 @@ def glob_matches(path: str, glob: str, anchored: bool = False) -> bool:
     """Whether ``glob`` matches ``path`` (``anchored``) or else any trailing part of it.
 
     A glob ending in ``/`` covers everything under that directory. Paths are normalised
-    first, so ``a/../fak_core/x`` and ``./fak_core/x`` are both under ``fak_core/``.
+    first, so ``a/../fak_core/x`` and ``./fak_core/x`` are both under ``fak_core/``. The
+    glob means what :func:`fnmatch.fnmatchcase` says (``*`` and ``?`` cross ``/``);
+    matching is one pass over the path, whatever its length or number of parts
+    (:mod:`fak_core.globmatch`).
     """
     p = posixpath.normpath(path.replace("\\", "/"))
-    pattern = glob + "*" if glob.endswith("/") else glob
-    if anchored:
-        return fnmatch.fnmatchcase(p, pattern)
-    parts = p.split("/")
-    return any(fnmatch.fnmatchcase("/".join(parts[i:]), pattern) for i in range(len(parts)))
+    return compile_glob(glob_pattern(glob)).run(p, anchored)[0]
 
 
 def _host_of(dest: str) -> str:
@@ -136,7 +125,9 @@ class CapabilityFloor:
         self._allow = frozenset(policy.allow)
         self._prefixes = tuple(policy.allow_prefix)
         self._globs = tuple(policy.self_modify_globs)
-        self._redact = frozenset(f.lower() for f in policy.redact_fields)
+        self._guard = PathGuard(self._globs)
+        self._redact = Redactor(policy.redact_fields)
+        self._redacts = bool(policy.redact_fields)
         self._deny_hosts = frozenset(h.lower() for h in policy.deny_hosts)
         # A cheap screen over the raw text before walking the arguments: a denied or
         # link-local host can only be named if one of these appears (JSON escapes and
@@ -160,7 +151,7 @@ class CapabilityFloor:
         if args is None:
             return Verdict.deny(Reason.MALFORMED, BY, claim="arguments are not a JSON object")
         if self._globs and self._write_shaped(tool):
-            v = self._self_modify(args)
+            v = self._self_modify(args, view.call.args)
             if v is not None:
                 return v
         if self._rules:
@@ -177,13 +168,10 @@ class CapabilityFloor:
                         Reason.EGRESS_BLOCK, BY, claim=f"egress to {host} is denied"
                     )
         if tool in self._allow or prefix_allows(self._prefixes, tool, self.separator):
-            redact = self._redact
-            if redact and self._names_redacted(args):
-                kept = {k: v for k, v in args.items() if k.lower() not in redact}
+            if self._redacts and self._redact.names_redacted(args):
+                kept, dropped = self._redact.redact(args)
                 return Verdict.transform(
-                    orjson.dumps(kept).decode("utf-8"),
-                    BY,
-                    meta={"redacted": ",".join(sorted(k for k in args if k not in kept))},
+                    orjson.dumps(kept).decode("utf-8"), BY, meta={"redacted": ",".join(dropped)}
                 )
             return _ALLOWED
         if self._log_only:
@@ -191,14 +179,6 @@ class CapabilityFloor:
                 BY, meta={"posture": "admit_and_log", "would_deny": "DEFAULT_DENY"}
             )
         return Verdict.deny(Reason.DEFAULT_DENY, BY, claim=f"no policy rule allows tool {tool}")
-
-    def _names_redacted(self, args: dict[str, Any]) -> bool:
-        redact = self._redact
-        # most keys are lower case already: skip the .lower() copy then (a loop beats any())
-        for key in args:  # noqa: SIM110
-            if key in redact or (not key.islower() and key.lower() in redact):
-                return True
-        return False
 
     def _write_shaped(self, tool: str) -> bool:
         # memoised per floor: tool names repeat; the memo is bounded and private
@@ -217,14 +197,12 @@ class CapabilityFloor:
                 return True
         return False
 
-    def _self_modify(self, args: dict[str, Any]) -> Verdict | None:
-        for key in _PATH_KEYS:
-            path = args.get(key)
-            if isinstance(path, str) and path:
-                for glob in self._globs:
-                    if glob_matches(path, glob):
-                        return Verdict.deny(Reason.SELF_MODIFY, BY, claim=glob)
-                return None
+    def _self_modify(self, args: dict[str, Any], raw: str | bytes | None = None) -> Verdict | None:
+        """DENY/SELF_MODIFY when a key or string at any depth names a protected path
+        (whole, in a patch header or as a shell word: :mod:`fak_core.selfmodify`)."""
+        glob = self._guard.first_protected(args, raw)
+        if glob is not None:
+            return Verdict.deny(Reason.SELF_MODIFY, BY, claim=glob)
         return None
 
     def _arg_rules(

@@ -10,7 +10,9 @@ standard library's ``json``):
   integers beyond 64 bits are read as doubles (as ``orjson`` does);
 * duplicate keys in any object are refused, so that no later parser can read a
   different value from the one the kernel checked;
-* nesting deeper than ``max_depth`` and text longer than ``max_bytes`` are refused.
+* nesting deeper than ``max_depth`` and text longer than ``max_bytes`` are refused; the
+  length of a ``str`` is its UTF-8 length in bytes (:func:`args_nbytes`), never its
+  number of characters.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "DEFAULT_MAX_ARGS_BYTES",
     "DEFAULT_MAX_DEPTH",
     "ArgsError",
+    "args_nbytes",
     "parse_args",
 ]
 
@@ -36,8 +39,8 @@ DEFAULT_MAX_DEPTH = 64
 # these over-approximates the keys in the text (a string value may hold the same shape),
 # which is all the duplicate check needs: equality with the parsed key count rules
 # duplicates out; anything else sends the text to the exact (slower) check.
-_KEY_END_STR = re.compile(r'"[ \t\r\n]*:')
-_KEY_END_BYTES = re.compile(rb'"[ \t\r\n]*:')
+_KEY_END_STR = re.compile(r'"[ \t\r\n]*+:')
+_KEY_END_BYTES = re.compile(rb'"[ \t\r\n]*+:')
 
 
 class ArgsError(ValueError):
@@ -91,6 +94,14 @@ def _has_duplicates(text: str | bytes) -> bool:
     return False
 
 
+def args_nbytes(raw: str | bytes) -> int:
+    """The size of arguments in bytes: a ``str`` counts its UTF-8 encoding (a lone
+    surrogate, which rung 0 refuses anyway, counts the 3 bytes it would take)."""
+    if isinstance(raw, bytes) or raw.isascii():  # isascii is O(1) on a str
+        return len(raw)
+    return len(raw.encode("utf-8", "surrogatepass"))
+
+
 def parse_args(
     raw: str | bytes,
     *,
@@ -98,11 +109,14 @@ def parse_args(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> dict[str, Any]:
     """Parse tool arguments; raise :class:`ArgsError` saying what is wrong and how to fix it."""
-    if len(raw) > max_bytes:
-        raise ArgsError(
-            Reason.OVERSIZE,
-            f"arguments are {len(raw)} bytes, over the {max_bytes}-byte limit: send less",
-        )
+    # a character is at most 4 bytes: only a text over a quarter of the limit is measured
+    if len(raw) > max_bytes >> 2:
+        size = args_nbytes(raw)
+        if size > max_bytes:
+            raise ArgsError(
+                Reason.OVERSIZE,
+                f"arguments are {size} bytes, over the {max_bytes}-byte limit: send less",
+            )
     if not (raw.strip(b" \t\r\n") if isinstance(raw, bytes) else raw.strip(" \t\r\n")):
         return {}  # JSON white space only (str.isspace would also take \x1c and friends)
     try:

@@ -141,10 +141,19 @@ _FILE_SUFFIXES = frozenset(
         "diff",
     }
 )
-_URL = re.compile(r"^[a-z][a-z0-9+.\-]*://\S+$", re.I)
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_HOST = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,63}\.?(?::\d+)?(?:/\S*)?$", re.I)
-_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\S*)?$")
+# These run on attacker text, so none of them may backtrack: every repeat is possessive
+# (``*+``, ``++``, ``?+``), which leaves each one what it would match with backtracking
+# (a repeat's class never holds the character that ends it), and each is anchored, so
+# one attempt per string: linear. tests/kernel/test_linear.py compares every pattern with
+# its backtracking original on generated strings.
+_URL = re.compile(r"^[a-z][a-z0-9+.\-]*+://\S++$", re.I)
+# local@domain, the domain holding a dot that is neither its first nor its last character
+_EMAIL = re.compile(r"^[^@\s]++@[^@\s][^@\s.]*+\.[^@\s]++$")
+# a label is taken only when another label follows its dot, so the last one is the TLD
+_HOST = re.compile(
+    r"^(?:[a-z0-9-]++\.(?=[a-z0-9-]))++[a-z]{2,63}+\.?+(?::\d++)?+(?:/\S*+)?+$", re.I
+)
+_IPV4 = re.compile(r"^\d{1,3}+(?:\.\d{1,3}+){3}+(?::\d++)?+(?:/\S*+)?+$")
 
 
 def looks_external(value: str, keyed: bool) -> bool:

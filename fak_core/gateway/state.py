@@ -49,6 +49,7 @@ from fak_core.gateway.sessions import (
 from fak_core.journal import JOURNAL_DOWN, Journal, JournalError, current_receipt
 from fak_core.journal import args_digest as journal_args_digest
 from fak_core.journal import request_scope as journal_request_scope
+from fak_core.jsonargs import args_nbytes
 from fak_core.kernel import Kernel
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
@@ -267,7 +268,7 @@ class GatewayState:
         """Decide on the calling thread even under a deadline: nothing in the decision can
         wait (every part declared non-blocking) and the arguments are small enough that
         parsing and validating them is a matter of microseconds."""
-        return len(call.args) <= INLINE_ARGS_BYTES and self.kernel.decides_without_waiting()
+        return args_nbytes(call.args) <= INLINE_ARGS_BYTES and self.kernel.decides_without_waiting()
 
     def decide(self, call: ToolCall) -> Verdict:
         """The kernel's verdict on ``call``, or DENY/DEFAULT_DENY when it is late."""

@@ -377,3 +377,94 @@ def held_count_only() -> Any:
             self.max_bytes = saved
 
     return mock.patch.object(HeldStore, "hold", hold)
+
+
+# ---------------------------------------------------------------- D2.4-D2.6 hostile arguments
+_PATH_KEYS = ("path", "file_path", "filePath", "filepath", "file", "target", "filename", "dir")
+
+
+@mutant("D2.4/first-key-only")
+def first_key_only() -> Any:
+    """The self-modify guard reads only the first top-level path key (the original bug)."""
+    from fak_core.floor import glob_matches
+
+    def self_modify(self: CapabilityFloor, args: dict[str, Any], raw: Any = None) -> Verdict | None:
+        for key in _PATH_KEYS:
+            path = args.get(key)
+            if isinstance(path, str) and path:
+                for glob in self._globs:
+                    if glob_matches(path, glob):
+                        return Verdict.deny(Reason.SELF_MODIFY, "floor", claim=glob)
+                return None
+        return None
+
+    return mock.patch.object(CapabilityFloor, "_self_modify", self_modify)
+
+
+@mutant("D2.5/top-level-only")
+def top_level_only() -> Any:
+    """Redaction sees only top-level keys, by their lower-case spelling (the original bug)."""
+    from fak_core.redact import Redactor
+
+    def names(self: Redactor, args: Any) -> bool:
+        return any(k.lower() in self._fields for k in args)
+
+    def redact(self: Redactor, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        kept = {k: v for k, v in args.items() if k.lower() not in self._fields}
+        return kept, sorted(k for k in args if k not in kept)
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(Redactor, "names_redacted", names))
+    stack.enter_context(mock.patch.object(Redactor, "redact", redact))
+    return stack
+
+
+@mutant("D2.6/suffix-restart")
+def suffix_restart() -> Any:
+    """A match of any trailing part restarts the matcher at each part (quadratic steps)."""
+    from fak_core.globmatch import Glob
+
+    real_run = Glob.run
+
+    def run(self: Glob, text: str, anchored: bool) -> tuple[bool, int]:
+        if anchored:
+            return real_run(self, text, True)
+        starts = [0, *(i + 1 for i, ch in enumerate(text) if ch == "/")]
+        total, hit = 0, False
+        for s in starts:
+            matched, steps = real_run(self, text[s:], True)
+            total += steps
+            hit = hit or matched
+        return hit, total
+
+    return mock.patch.object(Glob, "run", run)
+
+
+@mutant("D2.6/email-backtracks")
+def email_backtracks() -> Any:
+    """The e-mail pattern goes back to its backtracking form (quadratic on ``a@....@``)."""
+    import re
+
+    return mock.patch.object(_sinks, "_EMAIL", re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"))
+
+
+@mutant("A7.5/counts-characters")
+def counts_characters() -> Any:
+    """The arguments limit counts characters of a str, not its UTF-8 bytes (the original bug)."""
+    from tests.mutants.sourcepatch import edited
+
+    return edited(
+        _jsonargs.parse_args,
+        ("if len(raw) > max_bytes >> 2:", "if len(raw) > max_bytes:"),
+        ("size = args_nbytes(raw)", "size = len(raw)"),
+    )
+
+
+@mutant("A7.5/inline-counts-characters")
+def inline_counts_characters() -> Any:
+    """The gateway's inline bound counts characters, so 64 KiB of characters (up to 256 KiB
+    of bytes) is decided on the event loop."""
+    from fak_core.gateway.state import GatewayState
+    from tests.mutants.sourcepatch import edited
+
+    return edited(GatewayState._inline, ("args_nbytes(call.args)", "len(call.args)"))

@@ -1,0 +1,107 @@
+"""Redaction of named fields at any depth of a call's arguments.
+
+A key is redacted when its normalised spelling equals a normalised ``redact_fields``
+entry. Normalisation lower-cases the name and drops ``-``, ``_``, ``.`` and spaces, so
+``password``, ``Password``, ``PASSWORD`` match ``password`` and ``api_key``, ``api-key``,
+``apiKey``, ``API KEY`` all match ``api_key``. It is equality after normalisation, not a
+substring test: ``password_hint`` and ``max_tokens`` are not redacted by ``password`` and
+``token``. Keys are matched in every object at every depth, including objects inside
+arrays. The walk and the rewrite are iterative (no recursion, whatever the nesting) and
+visit each value once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["Redactor", "normalise_field"]
+
+_DROP = str.maketrans("", "", "-_. ")
+_MEMO_LIMIT = 4096
+
+
+def normalise_field(name: str) -> str:
+    """A field name as redaction compares it: lower case, without ``-``, ``_``, ``.``, spaces."""
+    return name.lower().translate(_DROP)
+
+
+class Redactor:
+    """The redacted field names of one policy."""
+
+    def __init__(self, fields: Iterable[str]) -> None:
+        self._fields = frozenset(normalise_field(f) for f in fields)
+        self._memo: dict[str, bool] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._fields)
+
+    def _hit(self, key: str) -> bool:
+        # memoised per policy: key names repeat from call to call; the memo is bounded
+        memo = self._memo
+        hit = memo.get(key)
+        if hit is None:
+            if len(memo) >= _MEMO_LIMIT:
+                memo.clear()
+            hit = memo[key] = normalise_field(key) in self._fields
+        return hit
+
+    def names_redacted(self, args: Any) -> bool:
+        """Whether any object anywhere in ``args`` has a redacted key."""
+        memo = self._memo
+        stack: list[Any] | None = None  # only made when there is something nested
+        value = args
+        while True:
+            if type(value) is dict:
+                for k, v in value.items():
+                    hit = memo.get(k)
+                    if hit is None:
+                        hit = self._hit(k)
+                    if hit:
+                        return True
+                    if type(v) is dict or type(v) is list:
+                        if stack is None:
+                            stack = [v]
+                        else:
+                            stack.append(v)
+            else:  # a list: only containers are pushed
+                for v in value:
+                    if type(v) is dict or type(v) is list:
+                        if stack is None:
+                            stack = [v]
+                        else:
+                            stack.append(v)
+            if not stack:
+                return False
+            value = stack.pop()
+
+    def redact(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """A copy of ``args`` without the redacted keys (at any depth), and their sorted,
+        de-duplicated names as sent."""
+        hit = self._hit
+        dropped: set[str] = set()
+        out: dict[str, Any] = {}
+        stack: list[tuple[Any, Any]] = [(args, out)]
+        copy: dict[str, Any] | list[Any]
+        pop, push = stack.pop, stack.append
+        while stack:
+            src, dst = pop()
+            if type(src) is dict:
+                for k, v in src.items():
+                    if hit(k):
+                        dropped.add(k)
+                        continue
+                    if type(v) is dict or type(v) is list:
+                        dst[k] = copy = {} if type(v) is dict else []
+                        push((v, copy))
+                    else:
+                        dst[k] = v
+            else:
+                for v in src:
+                    if type(v) is dict or type(v) is list:
+                        copy = {} if type(v) is dict else []
+                        dst.append(copy)
+                        push((v, copy))
+                    else:
+                        dst.append(v)
+        return out, sorted(dropped)
