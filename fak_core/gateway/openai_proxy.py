@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from fak_core.gateway.carriers import OPENAI_PARTS, OPENAI_ROLES, Carrier, strip_fak
 from fak_core.gateway.errors import error_body, error_response
 from fak_core.gateway.proxy_io import (
     durable_stream,
@@ -43,8 +44,6 @@ from fak_core.gateway.wire_proxy import (
 
 __all__ = ["OpenAIProxy", "validate_chat_request"]
 
-_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-
 
 def _fmt(reason: str) -> UpstreamError:
     return tool_format_error("tool-call", reason)
@@ -58,15 +57,19 @@ def validate_chat_request(doc: dict[str, Any]) -> None:
         if not isinstance(m, dict):
             raise WireError(f"{where}: must be an object", where)
         role = m.get("role")
-        if role not in _ROLES:
-            raise WireError(f"{where}.role: must be one of {', '.join(sorted(_ROLES))}", where)
-        content = m.get("content")
-        if content is not None and not isinstance(content, str | list):
-            raise WireError(f"{where}.content: must be a string, an array or null", where)
+        if not isinstance(role, str) or role not in OPENAI_ROLES:
+            raise WireError(
+                f"{where}.role: unsupported role {role!r}; the fak proxy forwards only "
+                f"{', '.join(sorted(OPENAI_ROLES))}",
+                where,
+            )
+        _validate_content(m.get("content"), role, where)
         if role == "tool":
             tcid = m.get("tool_call_id")
             if not isinstance(tcid, str) or not tcid:
                 raise WireError(f"{where}.tool_call_id: required for role 'tool'", where)
+        if role == "function" and not isinstance(m.get("name"), str):
+            raise WireError(f"{where}.name: required for role 'function' (a string)", where)
         if role == "assistant" and not isinstance(m.get("tool_calls"), list | None):
             raise WireError(f"{where}.tool_calls: must be an array", where)
     stream = doc.get("stream")
@@ -87,6 +90,26 @@ def validate_chat_request(doc: dict[str, Any]) -> None:
             raise WireError(f"{key}: must be a number between 0 and {hi:g}", key)
 
 
+def _validate_content(content: Any, role: str, where: str) -> None:
+    """A message's content: a string, null, or an array of the part types its role may
+    send; an unknown part type is refused by name (it could carry anything)."""
+    if content is None or isinstance(content, str):
+        return
+    parts = OPENAI_PARTS[role]
+    if not isinstance(content, list) or not parts:
+        also = ", an array" if parts else ""
+        raise WireError(f"{where}.content: must be a string{also} or null", where)
+    for j, part in enumerate(content):
+        pwhere = f"{where}.content[{j}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in parts:
+            raise WireError(
+                f"{pwhere}.type: unsupported content part type {kind!r} for role {role!r}; "
+                f"the fak proxy forwards only {', '.join(sorted(parts))}",
+                pwhere,
+            )
+
+
 def _content_text(content: Any) -> str:
     """The text the kernel screens: a string, the text parts, or the whole JSON."""
     if content is None:
@@ -102,20 +125,25 @@ def _content_text(content: Any) -> str:
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:
-    """Every ``role: tool`` message with the tool name its call had (when the transcript
-    says), paired with the message it came from."""
+    """Every message whose role carries tool output (``tool``, the legacy ``function``;
+    :data:`~fak_core.gateway.carriers.OPENAI_ROLES`), with the tool name its call had
+    (when the transcript says), paired with the message it came from."""
     names: dict[str, str] = {}
     out = []
-    for m in messages:
-        if m.get("role") == "assistant" and isinstance(m.get("tool_calls"), list):
+    for i, m in enumerate(messages):
+        role = m["role"]
+        if role == "assistant" and isinstance(m.get("tool_calls"), list):
             for tc in m["tool_calls"]:
                 fn = tc.get("function") if isinstance(tc, dict) else None
                 if isinstance(fn, dict) and isinstance(tc.get("id"), str):
                     names[tc["id"]] = str(fn.get("name") or "")
-        elif m.get("role") == "tool":
-            tcid = m["tool_call_id"]
-            name = m.get("name") if isinstance(m.get("name"), str) else names.get(tcid, "")
-            out.append((m, InboundResult(tcid, name or "", _content_text(m.get("content")))))
+        if OPENAI_ROLES.get(role) is not Carrier.TOOL_OUTPUT:
+            continue
+        tcid = m.get("tool_call_id")
+        if not isinstance(tcid, str) or not tcid:
+            tcid = f"{role}:{i}"
+        name = m.get("name") if isinstance(m.get("name"), str) else names.get(tcid, "")
+        out.append((m, InboundResult(tcid, name or "", _content_text(m.get("content")))))
     return out
 
 
@@ -192,6 +220,7 @@ class OpenAIProxy(WireProxy):
     async def complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
+        strip_fak(doc)  # nothing from upstream speaks for the gateway
         choices = doc.get("choices")
         if not isinstance(choices, list):
             raise UpstreamError(502, "upstream response has no choices array", "upstream_malformed")
@@ -248,13 +277,13 @@ class OpenAIProxy(WireProxy):
                 if event.data.strip() == "[DONE]":
                     done = True
                     break
-                chunk = event_json(event, "OpenAI")
+                chunk = strip_fak(event_json(event, "OpenAI"))  # upstream never speaks for us
                 if chunk.get("error") is not None:
                     err = chunk["error"]
                     msg = err.get("message") if isinstance(err, dict) else str(err)
                     raise UpstreamError(502, f"upstream stream error: {msg}", "upstream_error")
                 if base is None:
-                    base = {k: v for k, v in chunk.items() if k not in ("choices", "usage", "fak")}
+                    base = {k: v for k, v in chunk.items() if k not in ("choices", "usage")}
                     base.setdefault("object", "chat.completion.chunk")
                 out = self._feed(chunk, choices, held_meta)
                 if out is not None:
