@@ -30,6 +30,7 @@ __all__ = [
     "ANTHROPIC_ROLES",
     "OPENAI_PARTS",
     "OPENAI_ROLES",
+    "OPENAI_TOOL_CALLS",
     "Carrier",
     "strip_fak",
 ]
@@ -64,6 +65,11 @@ OPENAI_PARTS: dict[str, frozenset[str]] = {
     "tool": frozenset({"text"}),
     "function": frozenset(),
 }
+
+#: OpenAI tool-call types a model may propose (``ChatCompletionMessageToolCallUnion``) →
+#: the field of the call's body holding its input (the legacy ``function_call`` is
+#: handled beside them, with its ``arguments``).
+OPENAI_TOOL_CALLS: dict[str, str] = {"function": "arguments", "custom": "input"}
 
 ANTHROPIC_ROLES = frozenset({"user", "assistant"})
 

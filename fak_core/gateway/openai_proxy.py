@@ -18,7 +18,13 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from fak_core.gateway.carriers import OPENAI_PARTS, OPENAI_ROLES, Carrier, strip_fak
+from fak_core.gateway.carriers import (
+    OPENAI_PARTS,
+    OPENAI_ROLES,
+    OPENAI_TOOL_CALLS,
+    Carrier,
+    strip_fak,
+)
 from fak_core.gateway.errors import error_body, error_response
 from fak_core.gateway.proxy_io import (
     durable_stream,
@@ -28,6 +34,7 @@ from fak_core.gateway.proxy_io import (
 )
 from fak_core.gateway.state import WireError
 from fak_core.gateway.turn import (
+    Adjudication,
     InboundResult,
     ProposedCall,
     TurnOutcome,
@@ -42,7 +49,10 @@ from fak_core.gateway.wire_proxy import (
     tool_format_error,
 )
 
-__all__ = ["OpenAIProxy", "validate_chat_request"]
+__all__ = ["LEGACY_CALL_ID", "OpenAIProxy", "validate_chat_request"]
+
+#: The id the fak record gives a legacy ``function_call`` (it has none on the wire).
+LEGACY_CALL_ID = "function_call"
 
 
 def _fmt(reason: str) -> UpstreamError:
@@ -148,25 +158,73 @@ def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any]
 
 
 def _proposed_from_message(message: dict[str, Any], choice: int) -> list[ProposedCall]:
-    if message.get("function_call") is not None:
-        raise _fmt("legacy function_call")
+    """The message's proposals: its ``tool_calls`` (each type in
+    :data:`~fak_core.gateway.carriers.OPENAI_TOOL_CALLS`), or its legacy ``function_call``."""
     tcs = message.get("tool_calls")
+    fc = message.get("function_call")
+    if fc is not None:
+        if tcs:
+            raise _fmt("a message with both function_call and tool_calls")
+        if not isinstance(fc, dict):
+            raise _fmt("function_call is not an object")
+        return [ProposedCall(LEGACY_CALL_ID, fc.get("name"), fc.get("arguments"))]
     if tcs is None:
         return []
     if not isinstance(tcs, list):
         raise _fmt("tool_calls is not an array")
     calls = []
     for i, tc in enumerate(tcs):
-        if not isinstance(tc, dict) or not isinstance(tc.get("function"), dict):
-            raise _fmt(f"tool_calls[{i}] is not a function call")
-        if tc.get("type", "function") != "function":
-            raise _fmt(f"tool_calls[{i}] has type {tc.get('type')!r}")
-        fn = tc["function"]
+        kind = tc.get("type", "function") if isinstance(tc, dict) else None
+        field_name = OPENAI_TOOL_CALLS.get(kind) if isinstance(kind, str) else None
+        if field_name is None:
+            raise _fmt(f"tool_calls[{i}] has type {kind!r}, which the gateway does not classify")
+        body = tc.get(kind)
+        if not isinstance(body, dict):
+            raise _fmt(f"tool_calls[{i}] has no {kind} object")
         tcid = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else ""
         calls.append(
-            ProposedCall(tcid or f"call_fak_{choice}_{i}", fn.get("name"), fn.get("arguments"))
+            ProposedCall(tcid or f"call_fak_{choice}_{i}", body.get("name"), body.get(field_name))
         )
     return calls
+
+
+def _kept_call(original: dict[str, Any], a: Adjudication) -> dict[str, Any]:
+    """A kept tool call as the client receives it: the original, with the kernel's
+    repaired arguments when it transformed them."""
+    entry = dict(original)
+    entry.setdefault("id", a.call.id)
+    if a.repaired is not None:
+        kind = entry.get("type", "function")
+        entry[kind] = {**entry[kind], OPENAI_TOOL_CALLS[kind]: a.repaired}
+    return entry
+
+
+def _apply(choice: dict[str, Any], message: dict[str, Any], outcome: TurnOutcome) -> None:
+    """Leave only the kept proposals in ``message``; a turn whose every proposal was
+    refused ends with ``stop`` and the refusal summary."""
+    legacy = message.get("function_call") is not None
+    if legacy and outcome.kept:
+        a = outcome.kept[0]
+        fc = message["function_call"]
+        arguments = a.repaired if a.repaired is not None else fc.get("arguments")
+        message["function_call"] = {**fc, "arguments": arguments}
+        choice["finish_reason"] = "function_call"
+        return
+    message.pop("function_call", None)
+    originals = message.get("tool_calls") or []
+    kept = [
+        _kept_call(originals[pos], a) for pos, a in enumerate(outcome.adjudications) if a.admitted
+    ]
+    if kept:
+        message["tool_calls"] = kept
+        choice["finish_reason"] = "tool_calls"
+        return
+    message.pop("tool_calls", None)
+    if outcome.dropped:
+        choice["finish_reason"] = "stop"
+        summary = refusal_summary(outcome.dropped)
+        text = message.get("content")
+        message["content"] = f"{text}\n\n{summary}" if text else summary
 
 
 def _fak(
@@ -184,6 +242,7 @@ def _fak(
 @dataclass
 class _StreamChoice:
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    function: dict[str, Any] | None = None  # a legacy function_call's name and argument text
     finish: str | None = None
     text_sent: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -233,30 +292,11 @@ class OpenAIProxy(WireProxy):
             idx = choice.get("index", pos)
             message = choice["message"]
             proposed = _proposed_from_message(message, idx)
-            if choice.get("finish_reason") == "tool_calls" and not proposed:
+            if choice.get("finish_reason") in ("tool_calls", "function_call") and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was sent")
             outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append(outcome)
-            originals = message.get("tool_calls") or []
-            kept = []
-            for pos, a in enumerate(outcome.adjudications):
-                if not a.admitted:
-                    continue
-                entry = dict(originals[pos])
-                entry.setdefault("id", a.call.id)
-                if a.repaired is not None:
-                    entry["function"] = {**entry["function"], "arguments": a.repaired}
-                kept.append(entry)
-            if kept:
-                message["tool_calls"] = kept
-                choice["finish_reason"] = "tool_calls"
-            else:
-                message.pop("tool_calls", None)
-                if outcome.dropped:
-                    choice["finish_reason"] = "stop"
-                    summary = refusal_summary(outcome.dropped)
-                    text = message.get("content")
-                    message["content"] = f"{text}\n\n{summary}" if text else summary
+            _apply(choice, message, outcome)
         doc["fak"] = _fak(trace, outcomes, results)
         return doc
 
@@ -302,6 +342,11 @@ class OpenAIProxy(WireProxy):
         for idx in sorted(choices):
             ch = choices[idx]
             proposed = []
+            if ch.function is not None:
+                if ch.calls:
+                    raise _fmt("a choice streamed both function_call and tool_calls")
+                fn = ch.function
+                proposed.append(ProposedCall(LEGACY_CALL_ID, fn["name"], "".join(fn["args"])))
             for pos in sorted(ch.calls):
                 frag = ch.calls[pos]
                 proposed.append(
@@ -311,14 +356,32 @@ class OpenAIProxy(WireProxy):
                         "".join(frag.get("args", [])),
                     )
                 )
-            if ch.finish == "tool_calls" and not proposed:
+            if ch.finish in ("tool_calls", "function_call") and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was streamed")
             outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append((idx, ch, outcome))
         tail: list[bytes] = []
         for idx, ch, outcome in outcomes:
             kept = outcome.kept
-            if kept:
+            if kept and ch.function is not None:
+                a = kept[0]
+                call = {"name": a.call.name, "arguments": a.arguments}
+                tail.append(
+                    sse_data(
+                        {
+                            **base,
+                            "choices": [
+                                {
+                                    "index": idx,
+                                    "delta": {"function_call": call},
+                                    "finish_reason": None,
+                                }
+                            ],
+                        }
+                    )
+                )
+                finish = "function_call"
+            elif kept:
                 deltas = [
                     {
                         "index": i,
@@ -411,19 +474,20 @@ class OpenAIProxy(WireProxy):
                 raise UpstreamError(
                     502, "upstream chunk delta is not an object", "upstream_malformed"
                 )
-            if delta.get("function_call") is not None:
-                raise _fmt("legacy function_call delta")
+            legacy = delta.get("function_call")
+            if legacy is not None:
+                self._hold_function(ch, legacy)
             frags = delta.get("tool_calls")
             if frags is not None:
                 if not isinstance(frags, list):
                     raise _fmt("delta.tool_calls is not an array")
                 for frag in frags:
                     self._hold(ch, frag)
-            if ch.finish is not None and (frags or delta.get("content")):
+            if ch.finish is not None and (frags or legacy or delta.get("content")):
                 raise UpstreamError(
                     502, "upstream streamed content after the choice finished", "upstream_malformed"
                 )
-            rest = {k: v for k, v in delta.items() if k != "tool_calls"}
+            rest = {k: v for k, v in delta.items() if k not in ("tool_calls", "function_call")}
             if c.get("finish_reason") is not None:
                 ch.finish = str(c["finish_reason"])
                 if c.get("logprobs") is not None:
@@ -439,6 +503,23 @@ class OpenAIProxy(WireProxy):
             **{k: v for k, v in chunk.items() if k not in ("choices", "usage")},
             "choices": passed,
         }
+
+    @staticmethod
+    def _hold_function(ch: _StreamChoice, frag: Any) -> None:
+        """Gather a legacy ``function_call`` delta's name and argument text."""
+        if not isinstance(frag, dict):
+            raise _fmt("a function_call delta is not an object")
+        acc = ch.function = ch.function or {"name": "", "args": []}
+        for key, into in (("name", "name"), ("arguments", "args")):
+            piece = frag.get(key)
+            if piece is None:
+                continue
+            if not isinstance(piece, str):
+                raise _fmt(f"a function_call delta's {key} is not a string")
+            if into == "name":
+                acc["name"] += piece
+            else:
+                acc["args"].append(piece)
 
     @staticmethod
     def _hold(ch: _StreamChoice, frag: Any) -> None:
