@@ -1,4 +1,4 @@
-"""Mutants of the carrier theorems (D10.4–D10.6 in ``theorems/gateway.md``): each puts back
+"""Mutants of the carrier theorems (D10.4, D10.5, D10.6 in ``theorems/gateway.md``): each puts back
 one way the proxies once let tool output, a tool use or a forged record past the kernel.
 
 They patch the classification tables of ``fak_core.gateway.carriers`` (shared by both
