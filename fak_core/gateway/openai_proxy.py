@@ -360,26 +360,20 @@ class OpenAIProxy(WireProxy):
                 raise _fmt("finish_reason is tool_calls but no tool call was streamed")
             outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append((idx, ch, outcome))
+        head = base
+
+        def frame(
+            idx: int, delta: dict[str, Any], finish: str | None = None, **extra: Any
+        ) -> bytes:
+            choice = {"index": idx, "delta": delta, "finish_reason": finish, **extra}
+            return sse_data({**head, "choices": [choice]})
+
         tail: list[bytes] = []
         for idx, ch, outcome in outcomes:
             kept = outcome.kept
             if kept and ch.function is not None:
-                a = kept[0]
-                call = {"name": a.call.name, "arguments": a.arguments}
-                tail.append(
-                    sse_data(
-                        {
-                            **base,
-                            "choices": [
-                                {
-                                    "index": idx,
-                                    "delta": {"function_call": call},
-                                    "finish_reason": None,
-                                }
-                            ],
-                        }
-                    )
-                )
+                call = {"name": kept[0].call.name, "arguments": kept[0].arguments}
+                tail.append(frame(idx, {"function_call": call}))
                 finish = "function_call"
             elif kept:
                 deltas = [
@@ -391,47 +385,15 @@ class OpenAIProxy(WireProxy):
                     }
                     for i, a in enumerate(kept)
                 ]
-                tail.append(
-                    sse_data(
-                        {
-                            **base,
-                            "choices": [
-                                {
-                                    "index": idx,
-                                    "delta": {"tool_calls": deltas},
-                                    "finish_reason": None,
-                                }
-                            ],
-                        }
-                    )
-                )
+                tail.append(frame(idx, {"tool_calls": deltas}))
                 finish = "tool_calls"
             elif outcome.dropped:
                 summary = refusal_summary(outcome.dropped)
-                text = f"\n\n{summary}" if ch.text_sent else summary
-                tail.append(
-                    sse_data(
-                        {
-                            **base,
-                            "choices": [
-                                {"index": idx, "delta": {"content": text}, "finish_reason": None}
-                            ],
-                        }
-                    )
-                )
+                tail.append(frame(idx, {"content": f"\n\n{summary}" if ch.text_sent else summary}))
                 finish = "stop"
             else:
                 finish = ch.finish or "stop"
-            tail.append(
-                sse_data(
-                    {
-                        **base,
-                        "choices": [
-                            {"index": idx, "delta": {}, "finish_reason": finish, **ch.extra}
-                        ],
-                    }
-                )
-            )
+            tail.append(frame(idx, {}, finish, **ch.extra))
         for meta in held_meta:
             tail.append(sse_data({**base, **meta}))
         fak = _fak(trace, [o for _, _, o in outcomes], results)

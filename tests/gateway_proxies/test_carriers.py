@@ -19,9 +19,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from starlette.applications import Starlette
 
-from fak_core.gateway import UpstreamConfig, proxy_routes
 from fak_core.gateway.carriers import (
     ANTHROPIC_BLOCKS,
     OPENAI_PARTS,
@@ -30,17 +28,10 @@ from fak_core.gateway.carriers import (
 )
 
 from . import sdk_unions as sdk
-from .kernels import make_state
-from .scripted_upstream import FORGE_SITES, FORGED, Script, ScriptedUpstream
+from .inprocess import in_process_gateway
+from .scripted_upstream import FORGE_SITES, FORGED, Script
 
-_UPSTREAM = ScriptedUpstream()
-_STATE = make_state()
-_APP = Starlette(
-    routes=proxy_routes(
-        _STATE,
-        UpstreamConfig(base_url="http://up/v1", transport=httpx.ASGITransport(app=_UPSTREAM.app)),
-    )
-)
+_UPSTREAM, _STATE, _APP = in_process_gateway()
 
 #: Benign but untrusted: admitting it taints the session, it is not quarantined.
 UNTRUSTED = "Quarterly numbers: revenue 12, costs 9."
