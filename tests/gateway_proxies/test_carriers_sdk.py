@@ -336,3 +336,32 @@ def test_a_forged_record_never_reaches_the_sdk_client(
     [fak] = _records(_everything(wire, gateway, trace, stream))  # one record, anywhere
     assert fak["trace_id"] == trace != FORGED["trace_id"]
     assert [a["tool"] for a in fak["adjudications"]] == ["send_email"]
+
+
+SECRET_PAGE = "the key is AKIAIOSFODNN7EXAMPLE"
+
+
+def test_a_quarantined_provider_result_is_replaced_whole(
+    gateway: Gateway, upstream: ScriptedUpstream
+) -> None:
+    """In the request: the model sees the kernel's stub as a text block in place of the
+    provider's result. In the answer: the client does too."""
+    fetched = {"type": "web_fetch_result", "url": "https://x.example", "content": SECRET_PAGE}
+    result = {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": fetched}
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "get_user", "input": {"id": 1}}
+    upstream.reset(Script(text="ok", blocks=[use, result]))
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [use, result]},
+        {"role": "user", "content": "go on"},
+    ]
+    c = anthropic_client(gateway.url)
+    msg = c.beta.messages.create(model="m", max_tokens=8, messages=messages)  # type: ignore[arg-type]
+    sent = upstream.requests[-1].json()["messages"][1]["content"]
+    assert sent[0] == use
+    assert sent[1]["type"] == "text" and "RESULT_SECRET_DISCOVERED" in sent[1]["text"]
+    assert SECRET_PAGE not in upstream.requests[-1].body.decode()
+    shown = [b.model_dump(warnings=False) for b in msg.content]
+    assert [b["type"] for b in shown] == ["text", "server_tool_use", "text"]
+    assert "RESULT_SECRET_DISCOVERED" in shown[2]["text"]
+    assert SECRET_PAGE not in msg.model_dump_json(warnings=False)
