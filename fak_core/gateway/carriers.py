@@ -120,9 +120,10 @@ def strip_fak(doc: Any, depth: int = _DEPTH) -> Any:
         doc.pop("fak", None)
         if depth > 0:
             for key, value in doc.items():
-                if key not in _OPAQUE:
+                if isinstance(value, dict | list) and key not in _OPAQUE:
                     strip_fak(value, depth - 1)
     elif isinstance(doc, list) and depth > 0:
         for item in doc:
-            strip_fak(item, depth - 1)
+            if isinstance(item, dict | list):
+                strip_fak(item, depth - 1)
     return doc
