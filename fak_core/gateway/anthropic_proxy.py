@@ -18,7 +18,7 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
-from fak_core.gateway.carriers import ANTHROPIC_BLOCKS, Carrier, strip_fak
+from fak_core.gateway.carriers import ANTHROPIC_BLOCKS, Carrier, shown_value, strip_fak
 from fak_core.gateway.proxy_io import (
     durable_stream,
     event_json,
@@ -107,8 +107,9 @@ def validate_messages_request(doc: dict[str, Any]) -> None:
                 raise WireError(f"{bwhere}: must be an object with a string 'type'", bwhere)
             if block["type"] not in ANTHROPIC_BLOCKS:
                 raise WireError(
-                    f"{bwhere}.type: unsupported block type {block['type']!r}; the fak proxy "
-                    f"forwards only the block types it classifies ({', '.join(_KNOWN)})",
+                    f"{bwhere}.type: unsupported block type {shown_value(block['type'])}; "
+                    f"the fak proxy forwards only the block types it classifies "
+                    f"({', '.join(_KNOWN)})",
                     bwhere,
                 )
             if block["type"] == "tool_result":

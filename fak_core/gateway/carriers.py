@@ -32,6 +32,7 @@ __all__ = [
     "OPENAI_ROLES",
     "OPENAI_TOOL_CALLS",
     "Carrier",
+    "shown_value",
     "strip_fak",
 ]
 
@@ -127,3 +128,9 @@ def strip_fak(doc: Any, depth: int = _DEPTH) -> Any:
             if isinstance(item, dict | list):
                 strip_fak(item, depth - 1)
     return doc
+
+
+def shown_value(value: Any) -> str:
+    """A refused role or type as an error message names it: its repr, cut at 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -23,6 +23,7 @@ from fak_core.gateway.carriers import (
     OPENAI_ROLES,
     OPENAI_TOOL_CALLS,
     Carrier,
+    shown_value,
     strip_fak,
 )
 from fak_core.gateway.errors import error_body, error_response
@@ -69,7 +70,7 @@ def validate_chat_request(doc: dict[str, Any]) -> None:
         role = m.get("role")
         if not isinstance(role, str) or role not in OPENAI_ROLES:
             raise WireError(
-                f"{where}.role: unsupported role {role!r}; the fak proxy forwards only "
+                f"{where}.role: unsupported role {shown_value(role)}; the fak proxy forwards only "
                 f"{', '.join(sorted(OPENAI_ROLES))}",
                 where,
             )
@@ -112,9 +113,10 @@ def _validate_content(content: Any, role: str, where: str) -> None:
     for j, part in enumerate(content):
         pwhere = f"{where}.content[{j}]"
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in parts:
+        if not isinstance(kind, str) or kind not in parts:
             raise WireError(
-                f"{pwhere}.type: unsupported content part type {kind!r} for role {role!r}; "
+                f"{pwhere}.type: unsupported content part type {shown_value(kind)} for role "
+                f"{role!r}; "
                 f"the fak proxy forwards only {', '.join(sorted(parts))}",
                 pwhere,
             )
