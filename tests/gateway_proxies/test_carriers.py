@@ -416,3 +416,23 @@ def test_the_upstream_never_speaks_for_the_gateway() -> None:
         ),
         25,
     )()
+
+
+@pytest.mark.parametrize("value", [["text"], {"t": 1}, 3, None, True])
+def test_a_role_or_type_that_is_not_a_string_is_a_400(value: Any) -> None:
+    async def turns() -> list[int]:
+        docs = [
+            ("openai", [{"role": value, "content": "x"}]),
+            ("openai", [{"role": "user", "content": [{"type": value, "text": "x"}]}]),
+            ("anthropic", [{"role": value, "content": "x"}]),
+            ("anthropic", [{"role": "user", "content": [{"type": value, "text": "x"}]}]),
+        ]
+        async with _client() as client:
+            return [
+                (await _post(client, wire, {"messages": m}, "nonstring")).status_code
+                for wire, m in docs
+            ]
+
+    _UPSTREAM.reset(Script(text="ok"))
+    assert asyncio.run(turns()) == [400, 400, 400, 400]
+    assert _UPSTREAM.requests == []
