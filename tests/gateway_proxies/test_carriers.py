@@ -387,9 +387,12 @@ def test_every_proposed_tool_use_kind_is_adjudicated() -> None:
 
 
 def test_every_sdk_tool_use_kind_is_generated() -> None:
-    """The generator draws from the SDK's own tool-use kinds, and the gateway proposes
-    results for every provider-run one (so a new kind is witnessed, or this fails)."""
+    """The generators draw from the SDKs' own tool-use kinds, and the scripted upstream
+    answers every provider-run one with its result (so a new kind is witnessed, or this
+    fails)."""
     assert set(_RESULT_OF) == sdk.anthropic_tool_use_blocks() - {"tool_use"}
+    # OpenAI: function calls (D10.2's property) and custom calls (check_openai_uses)
+    assert sdk.openai_tool_call_types() == {"function", "custom"}
 
 
 # ------------------------------------------------------------------ D10.6 forgeries
