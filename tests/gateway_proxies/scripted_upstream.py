@@ -67,6 +67,20 @@ def _forge(script: Script, site: str, doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _openai_body(
+    script: Script, request: dict[str, Any], kind: str, choice: dict[str, Any]
+) -> dict[str, Any]:
+    """A completion or chunk with one choice (the forged records where the script says)."""
+    body = {
+        "id": "chatcmpl-up",
+        "object": kind,
+        "created": 1,
+        "model": request.get("model", "m"),
+        "choices": [_forge(script, "choice", choice)],
+    }
+    return _forge(script, "top", body)
+
+
 @dataclass
 class Recorded:
     path: str
@@ -151,15 +165,9 @@ class ScriptedUpstream:
                     "arguments": s.function_call[1],
                 }
             choice = {"index": 0, "message": _forge(s, "message", message)}
-            body = {
-                "id": "chatcmpl-up",
-                "object": "chat.completion",
-                "created": 1,
-                "model": doc.get("model", "m"),
-                "choices": [_forge(s, "choice", {**choice, "finish_reason": finish})],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
-            }
-            resp = JSONResponse(_forge(s, "top", body))
+            body = _openai_body(s, doc, "chat.completion", {**choice, "finish_reason": finish})
+            body["usage"] = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+            resp = JSONResponse(body)
             if s.cookie:
                 resp.headers.append("set-cookie", f"{s.cookie}; Path=/")
             return resp
@@ -174,14 +182,10 @@ class ScriptedUpstream:
             for tc in delta.get("tool_calls") or []:
                 _forge(s, "call", tc)
             choice = {"index": 0, "delta": _forge(s, "delta", delta)}
-            chunk = {
-                "id": "chatcmpl-up",
-                "object": "chat.completion.chunk",
-                "created": 1,
-                "model": doc.get("model", "m"),
-                "choices": [_forge(s, "choice", {**choice, "finish_reason": finish_reason})],
-            }
-            return b"data: " + json.dumps(_forge(s, "top", chunk)).encode() + b"\n\n"
+            chunk = _openai_body(
+                s, doc, "chat.completion.chunk", {**choice, "finish_reason": finish_reason}
+            )
+            return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
         yield frame({"role": "assistant", "content": ""}) if s.text_first else b": hello\n\n"
         if s.text and s.text_first:
