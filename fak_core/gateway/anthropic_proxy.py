@@ -18,7 +18,13 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
-from fak_core.gateway.carriers import ANTHROPIC_BLOCKS, Carrier, shown_value, strip_fak
+from fak_core.gateway.carriers import (
+    ANTHROPIC_BLOCKS,
+    Carrier,
+    json_text,
+    shown_value,
+    strip_fak,
+)
 from fak_core.gateway.proxy_io import (
     durable_stream,
     event_json,
@@ -144,7 +150,7 @@ def _result_text(content: Any) -> str:
         for b in content
     ):
         return "".join(b["text"] for b in content)
-    return orjson.dumps(content).decode("utf-8")
+    return json_text(content)
 
 
 def _carried(block: dict[str, Any], names: dict[str, str], where: str) -> InboundResult:
@@ -157,7 +163,7 @@ def _carried(block: dict[str, Any], names: dict[str, str], where: str) -> Inboun
         return InboundResult(tid, names.get(tid, ""), _result_text(block.get("content")))
     server = block.get("mcp_server_name")
     name = names.get(tid) or (server if isinstance(server, str) else "") or block["type"]
-    return InboundResult(tid, name, orjson.dumps(block).decode("utf-8"), whole_block=True)
+    return InboundResult(tid, name, json_text(block), whole_block=True)
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:
@@ -181,7 +187,7 @@ def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any]
 def _tool_input(value: Any) -> Any:
     """The input as the kernel sees it: an object as is; anything else as its JSON text,
     which rung 0 refuses (Anthropic ``input`` must be an object)."""
-    return value if isinstance(value, dict) else orjson.dumps(value).decode("utf-8")
+    return value if isinstance(value, dict) else json_text(value)
 
 
 def _fak(
@@ -223,7 +229,7 @@ def _shown_result(block: dict[str, Any], r: InboundResult, kept: set[str]) -> di
     """What the client sees of a result block in the answer: nothing when it answers a use
     the kernel did not keep, the kernel's text when the admission rewrote it."""
     tid = block.get("tool_use_id")
-    if isinstance(tid, str) and tid not in kept:
+    if "tool_use_id" in block and not (isinstance(tid, str) and tid in kept):
         return None
     if r.rewritten is not None:
         return {"type": "text", "text": r.rewritten}

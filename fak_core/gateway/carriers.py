@@ -22,8 +22,11 @@ records, so nothing from upstream speaks for the gateway.
 
 from __future__ import annotations
 
+import json
 from enum import Enum
 from typing import Any
+
+import orjson
 
 __all__ = [
     "ANTHROPIC_BLOCKS",
@@ -32,6 +35,7 @@ __all__ = [
     "OPENAI_ROLES",
     "OPENAI_TOOL_CALLS",
     "Carrier",
+    "json_text",
     "shown_value",
     "strip_fak",
 ]
@@ -134,3 +138,32 @@ def shown_value(value: Any) -> str:
     """A refused role or type as an error message names it: its repr, cut at 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def json_text(value: Any) -> str:
+    """The JSON text of a decoded wire value, for the kernel's screen; never fails.
+
+    A value orjson cannot write (nested past its 254 levels) is written by the standard
+    library; one too deep for that too becomes every key and scalar in it, one a line, so
+    no text escapes the screen because of its shape."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:
+        pass
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        pass
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                out.append(str(key))
+                stack.append(inner)
+        elif isinstance(item, list):
+            stack.extend(item)
+        else:
+            out.append(repr(item) if isinstance(item, int | float) else str(item))
+    return "\n".join(out)

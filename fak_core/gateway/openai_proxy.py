@@ -15,7 +15,6 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
 from fak_core.gateway.carriers import (
@@ -23,6 +22,7 @@ from fak_core.gateway.carriers import (
     OPENAI_ROLES,
     OPENAI_TOOL_CALLS,
     Carrier,
+    json_text,
     shown_value,
     strip_fak,
 )
@@ -133,7 +133,7 @@ def _content_text(content: Any) -> str:
         for p in content
     ):
         return "".join(p["text"] for p in content)
-    return orjson.dumps(content).decode("utf-8")
+    return json_text(content)
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:

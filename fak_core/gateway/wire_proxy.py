@@ -131,7 +131,10 @@ class WireProxy:
                 code="wire_not_supported",
                 headers=headers,
             )
-        results, body = await admit_inbound(state, doc, self.inbound(doc), trace, raw)
+        try:
+            results, body = await admit_inbound(state, doc, self.inbound(doc), trace, raw)
+        except WireError as exc:
+            return self.error(400, exc.message, param=exc.param, headers=headers)
         client_headers = {k.lower(): v for k, v in request.headers.items()}
         if doc.get("stream") is True:
             return await self._stream(body, client_headers, trace, results, headers)

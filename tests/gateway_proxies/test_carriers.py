@@ -439,3 +439,27 @@ def test_a_role_or_type_that_is_not_a_string_is_a_400(value: Any) -> None:
     _UPSTREAM.reset(Script(text="ok"))
     assert asyncio.run(turns()) == [400, 400, 400, 400]
     assert _UPSTREAM.requests == []
+
+
+@pytest.mark.parametrize("depth", [300, 900])
+@pytest.mark.parametrize("kind", ["tool_result", "web_fetch_tool_result"])
+def test_tool_output_nested_past_orjson_is_still_screened(kind: str, depth: int) -> None:
+    """orjson writes 254 levels at most: deeper tool output is screened all the same (its
+    secret quarantined), and the rewritten body still goes upstream, never a 500."""
+    deep = "[" * depth + '"AKIAIOSFODNN7EXAMPLE"' + "]" * depth
+    body = (
+        '{"model":"m","max_tokens":8,"messages":[{"role":"user","content":'
+        f'[{{"type":"{kind}","tool_use_id":"a","content":{deep}}}]}}]}}'
+    )
+    trace = f"deep-{uuid.uuid4().hex[:10]}"
+
+    async def turn() -> httpx.Response:
+        async with _client() as client:
+            headers = {"content-type": "application/json", "x-trace-id": trace}
+            return await client.post(PATHS["anthropic"], content=body, headers=headers)
+
+    _UPSTREAM.reset(Script(text="ok"))
+    r = asyncio.run(turn())
+    assert r.status_code == 200, r.text[:300]
+    assert _STATE.kernel.taint(trace).label == "quarantined"
+    assert b"AKIAIOSFODNN7EXAMPLE" not in _UPSTREAM.requests[-1].body
