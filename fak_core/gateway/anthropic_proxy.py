@@ -22,6 +22,7 @@ from fak_core.gateway.carriers import (
     ANTHROPIC_BLOCKS,
     Carrier,
     json_text,
+    screen_text,
     shown_value,
     strip_fak,
 )
@@ -140,19 +141,6 @@ def validate_messages_request(doc: dict[str, Any]) -> None:
         raise WireError("system: must be a string or an array of text blocks", "system")
 
 
-def _result_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if all(
-        isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        for b in content
-    ):
-        return "".join(b["text"] for b in content)
-    return json_text(content)
-
-
 def _carried(block: dict[str, Any], names: dict[str, str], where: str) -> InboundResult:
     """The tool output a block carries: a ``tool_result``'s content (rewritten in place),
     or a provider-run result's whole block (replaced whole by the kernel's text)."""
@@ -160,7 +148,7 @@ def _carried(block: dict[str, Any], names: dict[str, str], where: str) -> Inboun
     if not isinstance(tid, str) or not tid:
         tid = f"{block['type']}:{where}"
     if block["type"] == "tool_result":
-        return InboundResult(tid, names.get(tid, ""), _result_text(block.get("content")))
+        return InboundResult(tid, names.get(tid, ""), screen_text(block.get("content")))
     server = block.get("mcp_server_name")
     name = names.get(tid) or (server if isinstance(server, str) else "") or block["type"]
     return InboundResult(tid, name, json_text(block), whole_block=True)

@@ -36,6 +36,7 @@ __all__ = [
     "OPENAI_TOOL_CALLS",
     "Carrier",
     "json_text",
+    "screen_text",
     "shown_value",
     "strip_fak",
 ]
@@ -167,3 +168,27 @@ def json_text(value: Any) -> str:
         else:
             out.append(repr(item) if isinstance(item, int | float) else str(item))
     return "\n".join(out)
+
+
+#: The keys a text part may have for the screen to read only its text.
+_TEXT_PART_KEYS = frozenset({"type", "text", "cache_control"})
+
+
+def screen_text(content: Any) -> str:
+    """The text the kernel screens of a tool result's content: a string as it is; the
+    parts' text when every part is a bare text part (``type``, ``text`` and at most a
+    ``cache_control``); otherwise the whole JSON, so nothing a part carries beside its text
+    goes upstream unscreened."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(p, dict)
+        and p.get("type") == "text"
+        and isinstance(p.get("text"), str)
+        and p.keys() <= _TEXT_PART_KEYS
+        for p in content
+    ):
+        return "".join(p["text"] for p in content)
+    return json_text(content)

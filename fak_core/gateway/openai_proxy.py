@@ -22,7 +22,7 @@ from fak_core.gateway.carriers import (
     OPENAI_ROLES,
     OPENAI_TOOL_CALLS,
     Carrier,
-    json_text,
+    screen_text,
     shown_value,
     strip_fak,
 )
@@ -122,20 +122,6 @@ def _validate_content(content: Any, role: str, where: str) -> None:
             )
 
 
-def _content_text(content: Any) -> str:
-    """The text the kernel screens: a string, the text parts, or the whole JSON."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-        for p in content
-    ):
-        return "".join(p["text"] for p in content)
-    return json_text(content)
-
-
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:
     """Every message whose role carries tool output (``tool``, the legacy ``function``;
     :data:`~fak_core.gateway.carriers.OPENAI_ROLES`), with the tool name its call had
@@ -155,7 +141,7 @@ def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any]
         if not isinstance(tcid, str) or not tcid:
             tcid = f"{role}:{i}"
         name = m.get("name") if isinstance(m.get("name"), str) else names.get(tcid, "")
-        out.append((m, InboundResult(tcid, name or "", _content_text(m.get("content")))))
+        out.append((m, InboundResult(tcid, name or "", screen_text(m.get("content")))))
     return out
 
 

@@ -463,3 +463,29 @@ def test_tool_output_nested_past_orjson_is_still_screened(kind: str, depth: int)
     assert r.status_code == 200, r.text[:300]
     assert _STATE.kernel.taint(trace).label == "quarantined"
     assert b"AKIAIOSFODNN7EXAMPLE" not in _UPSTREAM.requests[-1].body
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_what_a_text_part_carries_beside_its_text_is_screened(wire: str) -> None:
+    """A secret in a text part's extra field was forwarded unscreened (only the text was
+    read); now the whole part is screened, and quarantined."""
+    part = {"type": "text", "text": "x", "note": "AKIAIOSFODNN7EXAMPLE"}
+    if wire == "openai":
+        messages = [{"role": "tool", "tool_call_id": "a", "content": [part]}]
+    else:
+        messages = [
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "a", "content": [part]}],
+            }
+        ]
+    trace = f"extra-{uuid.uuid4().hex[:10]}"
+
+    async def turn() -> httpx.Response:
+        async with _client() as client:
+            return await _post(client, wire, {"messages": messages}, trace)
+
+    _UPSTREAM.reset(Script(text="ok"))
+    assert asyncio.run(turn()).status_code == 200
+    assert _STATE.kernel.taint(trace).label == "quarantined"
+    assert b"AKIAIOSFODNN7EXAMPLE" not in _UPSTREAM.requests[-1].body
