@@ -15,8 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
+from fak_core.gateway.carriers import (
+    ANTHROPIC_BLOCKS,
+    Carrier,
+    json_text,
+    screen_text,
+    shown_value,
+    strip_fak,
+)
 from fak_core.gateway.proxy_io import (
     durable_stream,
     event_json,
@@ -30,6 +39,7 @@ from fak_core.gateway.turn import (
     ProposedCall,
     TurnOutcome,
     adjudicate_proposed,
+    admit_results,
     refusal_summary,
 )
 from fak_core.gateway.upstream import UpstreamError
@@ -74,6 +84,9 @@ def anthropic_error(status: int, message: str, headers: dict[str, str] | None = 
     return JSONResponse(anthropic_error_body(status, message), status_code=status, headers=headers)
 
 
+_KNOWN = sorted(ANTHROPIC_BLOCKS)
+
+
 def _fmt(reason: str) -> UpstreamError:
     return tool_format_error("tool_use", reason)
 
@@ -99,6 +112,13 @@ def validate_messages_request(doc: dict[str, Any]) -> None:
             bwhere = f"{where}.content.{j}"
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
                 raise WireError(f"{bwhere}: must be an object with a string 'type'", bwhere)
+            if block["type"] not in ANTHROPIC_BLOCKS:
+                raise WireError(
+                    f"{bwhere}.type: unsupported block type {shown_value(block['type'])}; "
+                    f"the fak proxy forwards only the block types it classifies "
+                    f"({', '.join(_KNOWN)})",
+                    bwhere,
+                )
             if block["type"] == "tool_result":
                 if not isinstance(block.get("tool_use_id"), str) or not block["tool_use_id"]:
                     raise WireError(f"{bwhere}.tool_use_id: required for tool_result", bwhere)
@@ -111,56 +131,64 @@ def validate_messages_request(doc: dict[str, Any]) -> None:
     if doc.get("tools") is not None and not isinstance(doc["tools"], list):
         raise WireError("tools: must be an array", "tools")
     system = doc.get("system")
-    if system is not None and not isinstance(system, str | list):
+    if system is not None and (
+        not isinstance(system, str | list)
+        or (
+            isinstance(system, list)
+            and not all(isinstance(b, dict) and b.get("type") == "text" for b in system)
+        )
+    ):
         raise WireError("system: must be a string or an array of text blocks", "system")
 
 
-def _result_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if all(
-        isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        for b in content
-    ):
-        return "".join(b["text"] for b in content)
-    return orjson.dumps(content).decode("utf-8")
+def _carried(block: dict[str, Any], names: dict[str, str], where: str) -> InboundResult:
+    """The tool output a block carries: a ``tool_result``'s content (rewritten in place),
+    or a provider-run result's whole block (replaced whole by the kernel's text)."""
+    tid = block.get("tool_use_id")
+    if not isinstance(tid, str) or not tid:
+        tid = f"{block['type']}:{where}"
+    if block["type"] == "tool_result":
+        return InboundResult(tid, names.get(tid, ""), screen_text(block.get("content")))
+    server = block.get("mcp_server_name")
+    name = names.get(tid) or (server if isinstance(server, str) else "") or block["type"]
+    return InboundResult(tid, name, json_text(block), whole_block=True)
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:
-    """Every ``tool_result`` block, named after the ``tool_use`` it answers when known."""
+    """Every block that carries tool output (:data:`~fak_core.gateway.carriers.ANTHROPIC_BLOCKS`),
+    in either role, named after the tool use it answers when known."""
     names: dict[str, str] = {}
     out = []
-    for m in messages:
+    for i, m in enumerate(messages):
         content = m.get("content")
         if not isinstance(content, list):
             continue
-        for block in content:
-            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+        for j, block in enumerate(content):
+            kind = ANTHROPIC_BLOCKS.get(block["type"])
+            if kind is Carrier.TOOL_USE and isinstance(block.get("id"), str):
                 names[block["id"]] = str(block.get("name") or "")
-            elif block.get("type") == "tool_result" and m.get("role") == "user":
-                tid = block["tool_use_id"]
-                out.append(
-                    (
-                        block,
-                        InboundResult(tid, names.get(tid, ""), _result_text(block.get("content"))),
-                    )
-                )
+            elif kind is Carrier.TOOL_OUTPUT:
+                out.append((block, _carried(block, names, f"{i}.{j}")))
     return out
 
 
 def _tool_input(value: Any) -> Any:
     """The input as the kernel sees it: an object as is; anything else as its JSON text,
     which rung 0 refuses (Anthropic ``input`` must be an object)."""
-    return value if isinstance(value, dict) else orjson.dumps(value).decode("utf-8")
+    return value if isinstance(value, dict) else json_text(value)
 
 
-def _fak(trace: str, outcome: TurnOutcome, results: list[InboundResult]) -> dict[str, Any]:
+def _fak(
+    trace: str,
+    outcome: TurnOutcome,
+    results: list[InboundResult],
+    provider_results: list[InboundResult],
+) -> dict[str, Any]:
     return {
         "trace_id": trace,
         "adjudications": [a.to_wire() for a in outcome.adjudications],
         "result_admissions": [r.to_wire() for r in results],
+        "provider_result_admissions": [r.to_wire() for r in provider_results],
     }
 
 
@@ -168,11 +196,40 @@ def _kept_input(a: Adjudication, original: Any) -> Any:
     return orjson.loads(a.repaired) if a.repaired is not None else original
 
 
+def _classify(block: Any, where: str) -> Carrier:
+    """The carrier class of an upstream block; an untyped or unclassified block is a 502
+    (it could be a tool use the gateway would relay unadjudicated)."""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        raise UpstreamError(502, f"upstream {where} is not a typed block", "upstream_malformed")
+    kind = ANTHROPIC_BLOCKS.get(block["type"])
+    if kind is None:
+        raise _fmt(f"{where} has block type {block['type']!r}, which the gateway does not classify")
+    return kind
+
+
+def _use(block: dict[str, Any], where: str) -> ProposedCall:
+    if not isinstance(block.get("id"), str) or not block["id"]:
+        raise _fmt(f"{where} ({block['type']}) has no id")
+    return ProposedCall(block["id"], block.get("name"), _tool_input(block.get("input")))
+
+
+def _shown_result(block: dict[str, Any], r: InboundResult, kept: set[str]) -> dict[str, Any] | None:
+    """What the client sees of a result block in the answer: nothing when it answers a use
+    the kernel did not keep, the kernel's text when the admission rewrote it."""
+    tid = block.get("tool_use_id")
+    if "tool_use_id" in block and not (isinstance(tid, str) and tid in kept):
+        return None
+    if r.rewritten is not None:
+        return {"type": "text", "text": r.rewritten}
+    return block
+
+
 @dataclass
 class _HeldTool:
     id: str
     name: Any
     start_input: Any
+    block: dict[str, Any]
     parts: list[str] = field(default_factory=list)
     complete: bool = False
 
@@ -181,6 +238,32 @@ class _HeldTool:
             text = "".join(self.parts)
             return text if text.strip() else "{}"
         return _tool_input(self.start_input if self.start_input is not None else {})
+
+
+@dataclass
+class _HeldResult:
+    block: dict[str, Any]
+    result: InboundResult
+    complete: bool = False
+
+
+def _block_events(index: int, block: dict[str, Any], delta: dict[str, Any] | None) -> list[bytes]:
+    """A whole block as its start, optional delta and stop events at ``index``."""
+    out = [
+        sse_event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": block},
+        )
+    ]
+    if delta is not None:
+        out.append(
+            sse_event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        )
+    out.append(sse_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return out
 
 
 class AnthropicProxy(WireProxy):
@@ -214,42 +297,52 @@ class AnthropicProxy(WireProxy):
     async def complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
+        strip_fak(doc)  # nothing from upstream speaks for the gateway
         if doc.get("type") == "error":
             raise UpstreamError(502, "upstream returned an error object", "upstream_error")
         content = doc.get("content")
         if not isinstance(content, list):
             raise UpstreamError(502, "upstream message has no content array", "upstream_malformed")
         proposed: list[ProposedCall] = []
+        names: dict[str, str] = {}
+        carried: dict[int, InboundResult] = {}
         for i, block in enumerate(content):
-            if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                raise UpstreamError(
-                    502, f"upstream content[{i}] is not a typed block", "upstream_malformed"
-                )
-            if block["type"] == "tool_use":
-                if not isinstance(block.get("id"), str) or not block["id"]:
-                    raise _fmt(f"content[{i}] has no id")
-                proposed.append(
-                    ProposedCall(block["id"], block.get("name"), _tool_input(block.get("input")))
-                )
-        if doc.get("stop_reason") == "tool_use" and not proposed:
+            kind = _classify(block, f"content[{i}]")
+            if kind is Carrier.TOOL_USE:
+                proposed.append(_use(block, f"content[{i}]"))
+                names[block["id"]] = str(block.get("name") or "")
+            elif kind is Carrier.TOOL_OUTPUT:
+                carried[i] = _carried(block, names, f"content.{i}")
+        client_uses = sum(b["type"] == "tool_use" for b in content)
+        if doc.get("stop_reason") == "tool_use" and not client_uses:
             raise _fmt("stop_reason is tool_use but no tool_use block was sent")
+        # The provider's results are admitted first: what the model read taints the session
+        # before the calls it then proposed are decided.
+        if carried:
+            await run_in_threadpool(admit_results, self.state, list(carried.values()), trace)
         outcome = await adjudicate_proposed(self.state, proposed, trace)
         verdicts = iter(outcome.adjudications)
+        kept = {a.call.id for a in outcome.kept}
         new_content = []
-        for block in content:
-            if block["type"] != "tool_use":
+        for i, block in enumerate(content):
+            kind = ANTHROPIC_BLOCKS[block["type"]]
+            if kind is Carrier.TOOL_USE:
+                a = next(verdicts)
+                if a.admitted:
+                    new_content.append({**block, "input": _kept_input(a, block.get("input"))})
+            elif kind is Carrier.TOOL_OUTPUT:
+                shown = _shown_result(block, carried[i], kept)
+                if shown is not None:
+                    new_content.append(shown)
+            else:
                 new_content.append(block)
-                continue
-            a = next(verdicts)
-            if a.admitted:
-                new_content.append({**block, "input": _kept_input(a, block.get("input"))})
-        if outcome.kept:
+        if any(b["type"] == "tool_use" for b in new_content):
             doc["stop_reason"] = "tool_use"
         elif outcome.dropped:
             new_content.append({"type": "text", "text": refusal_summary(outcome.dropped)})
             doc["stop_reason"] = "end_turn"
         doc["content"] = new_content
-        doc["fak"] = _fak(trace, outcome, results)
+        doc["fak"] = _fak(trace, outcome, results, list(carried.values()))
         return doc
 
     # ------------------------------------------------------------------ streaming
@@ -261,8 +354,9 @@ class AnthropicProxy(WireProxy):
         results: list[InboundResult],
     ) -> AsyncGenerator[bytes, None]:
         index_map: dict[int, int] = {}  # upstream block index -> client block index
-        held: dict[int, _HeldTool] = {}
-        order: list[_HeldTool] = []
+        held: dict[int, _HeldTool | _HeldResult] = {}
+        order: list[_HeldTool | _HeldResult] = []
+        names: dict[str, str] = {}
         next_out = 0
         message_delta: dict[str, Any] | None = None
         started = False
@@ -272,7 +366,7 @@ class AnthropicProxy(WireProxy):
         pending: list[bytes] = []
         async with self.upstream.stream("anthropic", body, client_headers) as resp:
             async for event in upstream_events(resp):
-                ev = event_json(event, "Anthropic")
+                ev = strip_fak(event_json(event, "Anthropic"))  # upstream never speaks for us
                 kind = ev.get("type", event.event)
                 if kind == "error":
                     err_doc = ev.get("error")
@@ -291,11 +385,9 @@ class AnthropicProxy(WireProxy):
                         raise UpstreamError(
                             502, "message_start without a message", "upstream_malformed"
                         )
-                    if any(
-                        isinstance(b, dict) and b.get("type") == "tool_use"
-                        for b in msg.get("content") or []
-                    ):
-                        raise _fmt("tool_use inside message_start")
+                    for j, b in enumerate(msg.get("content") or []):
+                        if _classify(b, f"message_start content[{j}]") is not Carrier.PLAIN:
+                            raise _fmt(f"{b['type']} inside message_start")
                     started = True
                     pending.append(sse_event("message_start", ev))
                 elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
@@ -310,44 +402,32 @@ class AnthropicProxy(WireProxy):
                         )
                     if kind == "content_block_start":
                         block = ev.get("content_block")
-                        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-                            raise UpstreamError(
-                                502, "content_block_start without a block", "upstream_malformed"
-                            )
+                        carrier = _classify(block, f"content_block_start {idx}")
+                        assert isinstance(block, dict)
                         if idx in index_map or idx in held:
                             raise UpstreamError(
                                 502, f"content block {idx} started twice", "upstream_malformed"
                             )
-                        if block["type"] == "tool_use":
-                            if not isinstance(block.get("id"), str) or not block["id"]:
-                                raise _fmt(f"tool_use block {idx} has no id")
-                            h = _HeldTool(block["id"], block.get("name"), block.get("input"))
-                            held[idx] = h
-                            order.append(h)
-                            continue
-                        index_map[idx] = next_out
-                        next_out += 1
-                        for piece in pending:
-                            yield piece
-                        pending.clear()
-                        yield sse_event(kind, {**ev, "index": index_map[idx]})
-                    elif idx in held:
-                        h = held[idx]
-                        if kind == "content_block_stop":
-                            h.complete = True
-                            continue
-                        delta = ev.get("delta")
-                        if (
-                            not isinstance(delta, dict)
-                            or delta.get("type") != "input_json_delta"
-                            or not isinstance(delta.get("partial_json"), str)
-                        ):
-                            raise _fmt(
-                                f"tool_use block {idx} got a delta that is not input_json_delta"
+                        if carrier is Carrier.TOOL_USE:
+                            use = _use(block, f"{block['type']} block {idx}")
+                            names[use.id] = str(use.name or "")
+                            h: _HeldTool | _HeldResult = _HeldTool(
+                                use.id, use.name, block.get("input"), block
                             )
-                        if h.complete:
-                            raise _fmt(f"tool_use block {idx} got a delta after it stopped")
-                        h.parts.append(delta["partial_json"])
+                        elif carrier is Carrier.TOOL_OUTPUT:
+                            h = _HeldResult(block, _carried(block, names, f"stream.{idx}"))
+                        else:
+                            index_map[idx] = next_out
+                            next_out += 1
+                            for piece in pending:
+                                yield piece
+                            pending.clear()
+                            yield sse_event(kind, {**ev, "index": index_map[idx]})
+                            continue
+                        held[idx] = h
+                        order.append(h)
+                    elif idx in held:
+                        self._hold(held[idx], idx, kind, ev)
                     elif idx in index_map:
                         yield sse_event(kind, {**ev, "index": index_map[idx]})
                     else:
@@ -368,78 +448,73 @@ class AnthropicProxy(WireProxy):
             )
         unfinished = [h for h in order if not h.complete]
         if unfinished:
-            raise _fmt(f"tool_use {unfinished[0].id} never stopped")
-        proposed = [ProposedCall(h.id, h.name, h.arguments()) for h in order]
+            raise _fmt(f"{unfinished[0].block['type']} block never stopped")
+        uses = [h for h in order if isinstance(h, _HeldTool)]
+        carried = [h.result for h in order if isinstance(h, _HeldResult)]
+        proposed = [ProposedCall(h.id, h.name, h.arguments()) for h in uses]
         delta_doc = message_delta.get("delta")
         final: dict[str, Any] = delta_doc if isinstance(delta_doc, dict) else {}
-        if final.get("stop_reason") == "tool_use" and not proposed:
+        if final.get("stop_reason") == "tool_use" and not any(
+            h.block["type"] == "tool_use" for h in uses
+        ):
             raise _fmt("stop_reason is tool_use but no tool_use block was streamed")
+        if carried:  # what the model read taints the session before its calls are decided
+            await run_in_threadpool(admit_results, self.state, carried, trace)
         outcome = await adjudicate_proposed(self.state, proposed, trace)
+        verdict_of = {id(h): a for h, a in zip(uses, outcome.adjudications, strict=True)}
+        kept = {a.call.id for a in outcome.kept}
         tail: list[bytes] = list(pending)
-        for a in outcome.kept:
-            i = next_out
+        client_use = False
+        for h in order:
+            if isinstance(h, _HeldTool):
+                a = verdict_of[id(h)]
+                if not a.admitted:
+                    continue
+                client_use = client_use or h.block["type"] == "tool_use"
+                start = {**h.block, "id": a.call.id, "name": a.call.name, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": a.arguments}
+                tail += _block_events(next_out, start, delta)
+            else:
+                shown = _shown_result(h.block, h.result, kept)
+                if shown is None:
+                    continue
+                tail += _block_events(next_out, shown, None)
             next_out += 1
-            tail.append(
-                sse_event(
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": i,
-                        "content_block": {
-                            "type": "tool_use",
-                            "id": a.call.id,
-                            "name": a.call.name,
-                            "input": {},
-                        },
-                    },
-                )
-            )
-            tail.append(
-                sse_event(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": i,
-                        "delta": {"type": "input_json_delta", "partial_json": a.arguments},
-                    },
-                )
-            )
-            tail.append(sse_event("content_block_stop", {"type": "content_block_stop", "index": i}))
         new_delta = dict(final)
-        if outcome.kept:
+        if client_use:
             new_delta["stop_reason"] = "tool_use"
         elif outcome.dropped:
-            i = next_out
             text = refusal_summary(outcome.dropped)
-            tail.append(
-                sse_event(
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": i,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                )
+            tail += _block_events(
+                next_out,
+                {"type": "text", "text": ""},
+                {"type": "text_delta", "text": text},
             )
-            tail.append(
-                sse_event(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": i,
-                        "delta": {"type": "text_delta", "text": text},
-                    },
-                )
-            )
-            tail.append(sse_event("content_block_stop", {"type": "content_block_stop", "index": i}))
             new_delta["stop_reason"] = "end_turn"
-        tail.append(
-            sse_event(
-                "message_delta",
-                {**message_delta, "delta": new_delta, "fak": _fak(trace, outcome, results)},
-            )
-        )
+        fak = _fak(trace, outcome, results, carried)
+        tail.append(sse_event("message_delta", {**message_delta, "delta": new_delta, "fak": fak}))
         tail.append(sse_event("message_stop", {"type": "message_stop"}))
         await durable_stream(self.state)
         for piece in tail:
             yield piece
+
+    @staticmethod
+    def _hold(h: _HeldTool | _HeldResult, idx: int, kind: str, ev: dict[str, Any]) -> None:
+        """Take a held block's delta or stop: a tool use gathers its ``input_json_delta``
+        text; a result block takes no delta (it arrives whole)."""
+        if kind == "content_block_stop":
+            h.complete = True
+            return
+        what = f"{h.block['type']} block {idx}"
+        if isinstance(h, _HeldResult):
+            raise _fmt(f"{what} got a delta (a result block arrives whole)")
+        delta = ev.get("delta")
+        if (
+            not isinstance(delta, dict)
+            or delta.get("type") != "input_json_delta"
+            or not isinstance(delta.get("partial_json"), str)
+        ):
+            raise _fmt(f"{what} got a delta that is not input_json_delta")
+        if h.complete:
+            raise _fmt(f"{what} got a delta after it stopped")
+        h.parts.append(delta["partial_json"])

@@ -15,9 +15,17 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
+from fak_core.gateway.carriers import (
+    OPENAI_PARTS,
+    OPENAI_ROLES,
+    OPENAI_TOOL_CALLS,
+    Carrier,
+    screen_text,
+    shown_value,
+    strip_fak,
+)
 from fak_core.gateway.errors import error_body, error_response
 from fak_core.gateway.proxy_io import (
     durable_stream,
@@ -27,6 +35,7 @@ from fak_core.gateway.proxy_io import (
 )
 from fak_core.gateway.state import WireError
 from fak_core.gateway.turn import (
+    Adjudication,
     InboundResult,
     ProposedCall,
     TurnOutcome,
@@ -41,9 +50,10 @@ from fak_core.gateway.wire_proxy import (
     tool_format_error,
 )
 
-__all__ = ["OpenAIProxy", "validate_chat_request"]
+__all__ = ["LEGACY_CALL_ID", "OpenAIProxy", "validate_chat_request"]
 
-_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+#: The id the fak record gives a legacy ``function_call`` (it has none on the wire).
+LEGACY_CALL_ID = "function_call"
 
 
 def _fmt(reason: str) -> UpstreamError:
@@ -58,15 +68,19 @@ def validate_chat_request(doc: dict[str, Any]) -> None:
         if not isinstance(m, dict):
             raise WireError(f"{where}: must be an object", where)
         role = m.get("role")
-        if role not in _ROLES:
-            raise WireError(f"{where}.role: must be one of {', '.join(sorted(_ROLES))}", where)
-        content = m.get("content")
-        if content is not None and not isinstance(content, str | list):
-            raise WireError(f"{where}.content: must be a string, an array or null", where)
+        if not isinstance(role, str) or role not in OPENAI_ROLES:
+            raise WireError(
+                f"{where}.role: unsupported role {shown_value(role)}; the fak proxy forwards only "
+                f"{', '.join(sorted(OPENAI_ROLES))}",
+                where,
+            )
+        _validate_content(m.get("content"), role, where)
         if role == "tool":
             tcid = m.get("tool_call_id")
             if not isinstance(tcid, str) or not tcid:
                 raise WireError(f"{where}.tool_call_id: required for role 'tool'", where)
+        if role == "function" and not isinstance(m.get("name"), str):
+            raise WireError(f"{where}.name: required for role 'function' (a string)", where)
         if role == "assistant" and not isinstance(m.get("tool_calls"), list | None):
             raise WireError(f"{where}.tool_calls: must be an array", where)
     stream = doc.get("stream")
@@ -87,58 +101,118 @@ def validate_chat_request(doc: dict[str, Any]) -> None:
             raise WireError(f"{key}: must be a number between 0 and {hi:g}", key)
 
 
-def _content_text(content: Any) -> str:
-    """The text the kernel screens: a string, the text parts, or the whole JSON."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-        for p in content
-    ):
-        return "".join(p["text"] for p in content)
-    return orjson.dumps(content).decode("utf-8")
+def _validate_content(content: Any, role: str, where: str) -> None:
+    """A message's content: a string, null, or an array of the part types its role may
+    send; an unknown part type is refused by name (it could carry anything)."""
+    if content is None or isinstance(content, str):
+        return
+    parts = OPENAI_PARTS[role]
+    if not isinstance(content, list) or not parts:
+        also = ", an array" if parts else ""
+        raise WireError(f"{where}.content: must be a string{also} or null", where)
+    for j, part in enumerate(content):
+        pwhere = f"{where}.content[{j}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if not isinstance(kind, str) or kind not in parts:
+            raise WireError(
+                f"{pwhere}.type: unsupported content part type {shown_value(kind)} for role "
+                f"{role!r}; "
+                f"the fak proxy forwards only {', '.join(sorted(parts))}",
+                pwhere,
+            )
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:
-    """Every ``role: tool`` message with the tool name its call had (when the transcript
-    says), paired with the message it came from."""
+    """Every message whose role carries tool output (``tool``, the legacy ``function``;
+    :data:`~fak_core.gateway.carriers.OPENAI_ROLES`), with the tool name its call had
+    (when the transcript says), paired with the message it came from."""
     names: dict[str, str] = {}
     out = []
-    for m in messages:
-        if m.get("role") == "assistant" and isinstance(m.get("tool_calls"), list):
+    for i, m in enumerate(messages):
+        role = m["role"]
+        if role == "assistant" and isinstance(m.get("tool_calls"), list):
             for tc in m["tool_calls"]:
                 fn = tc.get("function") if isinstance(tc, dict) else None
                 if isinstance(fn, dict) and isinstance(tc.get("id"), str):
                     names[tc["id"]] = str(fn.get("name") or "")
-        elif m.get("role") == "tool":
-            tcid = m["tool_call_id"]
-            name = m.get("name") if isinstance(m.get("name"), str) else names.get(tcid, "")
-            out.append((m, InboundResult(tcid, name or "", _content_text(m.get("content")))))
+        if OPENAI_ROLES.get(role) is not Carrier.TOOL_OUTPUT:
+            continue
+        tcid = m.get("tool_call_id")
+        if not isinstance(tcid, str) or not tcid:
+            tcid = f"{role}:{i}"
+        name = m.get("name") if isinstance(m.get("name"), str) else names.get(tcid, "")
+        out.append((m, InboundResult(tcid, name or "", screen_text(m.get("content")))))
     return out
 
 
 def _proposed_from_message(message: dict[str, Any], choice: int) -> list[ProposedCall]:
-    if message.get("function_call") is not None:
-        raise _fmt("legacy function_call")
+    """The message's proposals: its ``tool_calls`` (each type in
+    :data:`~fak_core.gateway.carriers.OPENAI_TOOL_CALLS`), or its legacy ``function_call``."""
     tcs = message.get("tool_calls")
+    fc = message.get("function_call")
+    if fc is not None:
+        if tcs:
+            raise _fmt("a message with both function_call and tool_calls")
+        if not isinstance(fc, dict):
+            raise _fmt("function_call is not an object")
+        return [ProposedCall(LEGACY_CALL_ID, fc.get("name"), fc.get("arguments"))]
     if tcs is None:
         return []
     if not isinstance(tcs, list):
         raise _fmt("tool_calls is not an array")
     calls = []
     for i, tc in enumerate(tcs):
-        if not isinstance(tc, dict) or not isinstance(tc.get("function"), dict):
-            raise _fmt(f"tool_calls[{i}] is not a function call")
-        if tc.get("type", "function") != "function":
-            raise _fmt(f"tool_calls[{i}] has type {tc.get('type')!r}")
-        fn = tc["function"]
+        kind = tc.get("type", "function") if isinstance(tc, dict) else None
+        field_name = OPENAI_TOOL_CALLS.get(kind) if isinstance(kind, str) else None
+        if field_name is None:
+            raise _fmt(f"tool_calls[{i}] has type {kind!r}, which the gateway does not classify")
+        body = tc.get(kind)
+        if not isinstance(body, dict):
+            raise _fmt(f"tool_calls[{i}] has no {kind} object")
         tcid = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else ""
         calls.append(
-            ProposedCall(tcid or f"call_fak_{choice}_{i}", fn.get("name"), fn.get("arguments"))
+            ProposedCall(tcid or f"call_fak_{choice}_{i}", body.get("name"), body.get(field_name))
         )
     return calls
+
+
+def _kept_call(original: dict[str, Any], a: Adjudication) -> dict[str, Any]:
+    """A kept tool call as the client receives it: the original, with the kernel's
+    repaired arguments when it transformed them."""
+    entry = dict(original)
+    entry.setdefault("id", a.call.id)
+    if a.repaired is not None:
+        kind = entry.get("type", "function")
+        entry[kind] = {**entry[kind], OPENAI_TOOL_CALLS[kind]: a.repaired}
+    return entry
+
+
+def _apply(choice: dict[str, Any], message: dict[str, Any], outcome: TurnOutcome) -> None:
+    """Leave only the kept proposals in ``message``; a turn whose every proposal was
+    refused ends with ``stop`` and the refusal summary."""
+    legacy = message.get("function_call") is not None
+    if legacy and outcome.kept:
+        a = outcome.kept[0]
+        fc = message["function_call"]
+        arguments = a.repaired if a.repaired is not None else fc.get("arguments")
+        message["function_call"] = {**fc, "arguments": arguments}
+        choice["finish_reason"] = "function_call"
+        return
+    message.pop("function_call", None)
+    originals = message.get("tool_calls") or []
+    kept = [
+        _kept_call(originals[pos], a) for pos, a in enumerate(outcome.adjudications) if a.admitted
+    ]
+    if kept:
+        message["tool_calls"] = kept
+        choice["finish_reason"] = "tool_calls"
+        return
+    message.pop("tool_calls", None)
+    if outcome.dropped:
+        choice["finish_reason"] = "stop"
+        summary = refusal_summary(outcome.dropped)
+        text = message.get("content")
+        message["content"] = f"{text}\n\n{summary}" if text else summary
 
 
 def _fak(
@@ -156,6 +230,7 @@ def _fak(
 @dataclass
 class _StreamChoice:
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    function: dict[str, Any] | None = None  # a legacy function_call's name and argument text
     finish: str | None = None
     text_sent: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -192,6 +267,7 @@ class OpenAIProxy(WireProxy):
     async def complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
+        strip_fak(doc)  # nothing from upstream speaks for the gateway
         choices = doc.get("choices")
         if not isinstance(choices, list):
             raise UpstreamError(502, "upstream response has no choices array", "upstream_malformed")
@@ -204,30 +280,11 @@ class OpenAIProxy(WireProxy):
             idx = choice.get("index", pos)
             message = choice["message"]
             proposed = _proposed_from_message(message, idx)
-            if choice.get("finish_reason") == "tool_calls" and not proposed:
+            if choice.get("finish_reason") in ("tool_calls", "function_call") and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was sent")
             outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append(outcome)
-            originals = message.get("tool_calls") or []
-            kept = []
-            for pos, a in enumerate(outcome.adjudications):
-                if not a.admitted:
-                    continue
-                entry = dict(originals[pos])
-                entry.setdefault("id", a.call.id)
-                if a.repaired is not None:
-                    entry["function"] = {**entry["function"], "arguments": a.repaired}
-                kept.append(entry)
-            if kept:
-                message["tool_calls"] = kept
-                choice["finish_reason"] = "tool_calls"
-            else:
-                message.pop("tool_calls", None)
-                if outcome.dropped:
-                    choice["finish_reason"] = "stop"
-                    summary = refusal_summary(outcome.dropped)
-                    text = message.get("content")
-                    message["content"] = f"{text}\n\n{summary}" if text else summary
+            _apply(choice, message, outcome)
         doc["fak"] = _fak(trace, outcomes, results)
         return doc
 
@@ -248,13 +305,13 @@ class OpenAIProxy(WireProxy):
                 if event.data.strip() == "[DONE]":
                     done = True
                     break
-                chunk = event_json(event, "OpenAI")
+                chunk = strip_fak(event_json(event, "OpenAI"))  # upstream never speaks for us
                 if chunk.get("error") is not None:
                     err = chunk["error"]
                     msg = err.get("message") if isinstance(err, dict) else str(err)
                     raise UpstreamError(502, f"upstream stream error: {msg}", "upstream_error")
                 if base is None:
-                    base = {k: v for k, v in chunk.items() if k not in ("choices", "usage", "fak")}
+                    base = {k: v for k, v in chunk.items() if k not in ("choices", "usage")}
                     base.setdefault("object", "chat.completion.chunk")
                 out = self._feed(chunk, choices, held_meta)
                 if out is not None:
@@ -273,6 +330,11 @@ class OpenAIProxy(WireProxy):
         for idx in sorted(choices):
             ch = choices[idx]
             proposed = []
+            if ch.function is not None:
+                if ch.calls:
+                    raise _fmt("a choice streamed both function_call and tool_calls")
+                fn = ch.function
+                proposed.append(ProposedCall(LEGACY_CALL_ID, fn["name"], "".join(fn["args"])))
             for pos in sorted(ch.calls):
                 frag = ch.calls[pos]
                 proposed.append(
@@ -282,14 +344,26 @@ class OpenAIProxy(WireProxy):
                         "".join(frag.get("args", [])),
                     )
                 )
-            if ch.finish == "tool_calls" and not proposed:
+            if ch.finish in ("tool_calls", "function_call") and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was streamed")
             outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append((idx, ch, outcome))
+        head = base
+
+        def frame(
+            idx: int, delta: dict[str, Any], finish: str | None = None, **extra: Any
+        ) -> bytes:
+            choice = {"index": idx, "delta": delta, "finish_reason": finish, **extra}
+            return sse_data({**head, "choices": [choice]})
+
         tail: list[bytes] = []
         for idx, ch, outcome in outcomes:
             kept = outcome.kept
-            if kept:
+            if kept and ch.function is not None:
+                call = {"name": kept[0].call.name, "arguments": kept[0].arguments}
+                tail.append(frame(idx, {"function_call": call}))
+                finish = "function_call"
+            elif kept:
                 deltas = [
                     {
                         "index": i,
@@ -299,47 +373,15 @@ class OpenAIProxy(WireProxy):
                     }
                     for i, a in enumerate(kept)
                 ]
-                tail.append(
-                    sse_data(
-                        {
-                            **base,
-                            "choices": [
-                                {
-                                    "index": idx,
-                                    "delta": {"tool_calls": deltas},
-                                    "finish_reason": None,
-                                }
-                            ],
-                        }
-                    )
-                )
+                tail.append(frame(idx, {"tool_calls": deltas}))
                 finish = "tool_calls"
             elif outcome.dropped:
                 summary = refusal_summary(outcome.dropped)
-                text = f"\n\n{summary}" if ch.text_sent else summary
-                tail.append(
-                    sse_data(
-                        {
-                            **base,
-                            "choices": [
-                                {"index": idx, "delta": {"content": text}, "finish_reason": None}
-                            ],
-                        }
-                    )
-                )
+                tail.append(frame(idx, {"content": f"\n\n{summary}" if ch.text_sent else summary}))
                 finish = "stop"
             else:
                 finish = ch.finish or "stop"
-            tail.append(
-                sse_data(
-                    {
-                        **base,
-                        "choices": [
-                            {"index": idx, "delta": {}, "finish_reason": finish, **ch.extra}
-                        ],
-                    }
-                )
-            )
+            tail.append(frame(idx, {}, finish, **ch.extra))
         for meta in held_meta:
             tail.append(sse_data({**base, **meta}))
         fak = _fak(trace, [o for _, _, o in outcomes], results)
@@ -382,19 +424,20 @@ class OpenAIProxy(WireProxy):
                 raise UpstreamError(
                     502, "upstream chunk delta is not an object", "upstream_malformed"
                 )
-            if delta.get("function_call") is not None:
-                raise _fmt("legacy function_call delta")
+            legacy = delta.get("function_call")
+            if legacy is not None:
+                self._hold_function(ch, legacy)
             frags = delta.get("tool_calls")
             if frags is not None:
                 if not isinstance(frags, list):
                     raise _fmt("delta.tool_calls is not an array")
                 for frag in frags:
                     self._hold(ch, frag)
-            if ch.finish is not None and (frags or delta.get("content")):
+            if ch.finish is not None and (frags or legacy or delta.get("content")):
                 raise UpstreamError(
                     502, "upstream streamed content after the choice finished", "upstream_malformed"
                 )
-            rest = {k: v for k, v in delta.items() if k != "tool_calls"}
+            rest = {k: v for k, v in delta.items() if k not in ("tool_calls", "function_call")}
             if c.get("finish_reason") is not None:
                 ch.finish = str(c["finish_reason"])
                 if c.get("logprobs") is not None:
@@ -410,6 +453,23 @@ class OpenAIProxy(WireProxy):
             **{k: v for k, v in chunk.items() if k not in ("choices", "usage")},
             "choices": passed,
         }
+
+    @staticmethod
+    def _hold_function(ch: _StreamChoice, frag: Any) -> None:
+        """Gather a legacy ``function_call`` delta's name and argument text."""
+        if not isinstance(frag, dict):
+            raise _fmt("a function_call delta is not an object")
+        acc = ch.function = ch.function or {"name": "", "args": []}
+        for key, into in (("name", "name"), ("arguments", "args")):
+            piece = frag.get(key)
+            if piece is None:
+                continue
+            if not isinstance(piece, str):
+                raise _fmt(f"a function_call delta's {key} is not a string")
+            if into == "name":
+                acc["name"] += piece
+            else:
+                acc["args"].append(piece)
 
     @staticmethod
     def _hold(ch: _StreamChoice, frag: Any) -> None:

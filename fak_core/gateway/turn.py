@@ -89,6 +89,9 @@ class InboundResult:
     content: str
     admission: dict[str, Any] = field(default_factory=dict)
     rewritten: str | None = None  # the content the model sees instead, when rewritten
+    #: the holder is a block whose content has no text form (a provider-run tool's
+    #: result): a rewrite replaces the whole block with a text block of the kernel's text
+    whole_block: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -253,10 +256,33 @@ async def admit_inbound(
     await run_in_threadpool(admit_results, state, results, trace_id)
     rewritten = False
     for holder, r in pairs:
-        if r.rewritten is not None:
+        if r.rewritten is None:
+            continue
+        rewritten = True
+        if r.whole_block:
+            holder.clear()
+            holder.update({"type": "text", "text": r.rewritten})
+        else:
             holder["content"] = r.rewritten
-            rewritten = True
-    return results, (orjson.dumps(doc) if rewritten else raw)
+    return results, (_encode(doc) if rewritten else raw)
+
+
+def _encode(doc: dict[str, Any]) -> bytes:
+    """The rewritten request body; the standard library writes what orjson cannot (nesting
+    past 254 levels, an integer past 64 bits); a body too deep for both is a
+    :class:`WireError` (400) naming what to fix, never a 500."""
+    try:
+        return orjson.dumps(doc)
+    except TypeError:
+        pass
+    try:
+        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        raise WireError(
+            "messages: the request nests too deeply to forward once the kernel rewrote a "
+            "tool result in it; send content nested less deeply",
+            "messages",
+        ) from None
 
 
 def refusal_summary(dropped: list[Adjudication]) -> str:

@@ -149,7 +149,10 @@ class WireProxy:
         too_many = state.refuse_tool_results(len(inbound))
         if too_many is not None:
             return self.error(413, too_many, code="too_many_tool_results", headers=headers)
-        results, body = await admit_inbound(state, doc, inbound, trace, raw)
+        try:
+            results, body = await admit_inbound(state, doc, inbound, trace, raw)
+        except WireError as exc:
+            return self.error(400, exc.message, param=exc.param, headers=headers)
         refused = state.journal_refusal()  # the turn's rows were over its share: no upstream
         if refused is not None:
             return self.error(503, refused, code="journal_unavailable", headers=headers)

@@ -16,21 +16,11 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from starlette.applications import Starlette
 
-from fak_core.gateway import UpstreamConfig, proxy_routes
+from .inprocess import in_process_gateway
+from .scripted_upstream import Script
 
-from .kernels import make_state
-from .scripted_upstream import Script, ScriptedUpstream
-
-_UPSTREAM = ScriptedUpstream()
-_STATE = make_state()
-_APP = Starlette(
-    routes=proxy_routes(
-        _STATE,
-        UpstreamConfig(base_url="http://up/v1", transport=httpx.ASGITransport(app=_UPSTREAM.app)),
-    )
-)
+_UPSTREAM, _STATE, _APP = in_process_gateway()
 
 words = st.text("abcdefgh", min_size=1, max_size=6)
 plain_args = st.dictionaries(

@@ -16,23 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.applications import Starlette
 
-from fak_core.gateway import UpstreamConfig, proxy_routes
-
-from .kernels import make_state
-from .scripted_upstream import Script, ScriptedUpstream
+from .inprocess import in_process_gateway
+from .scripted_upstream import Script
 from .test_survivors_property import survivors
 from .test_taint_ab import EXFIL, _anthropic_messages, _openai_messages
 
-_UPSTREAM = ScriptedUpstream()
-_STATE = make_state()
-_APP = Starlette(
-    routes=proxy_routes(
-        _STATE,
-        UpstreamConfig(base_url="http://up/v1", transport=httpx.ASGITransport(app=_UPSTREAM.app)),
-    )
-)
+_UPSTREAM, _STATE, _APP = in_process_gateway()
 
 
 async def _turn(wire: str, stream: bool, tainted: bool, trace: str) -> httpx.Response:

@@ -1,0 +1,119 @@
+"""Mutants of the carrier theorems (D10.4, D10.5, D10.6 in ``theorems/gateway.md``): each puts back
+one way the proxies once let tool output, a tool use or a forged record past the kernel.
+
+They patch the classification tables of ``fak_core.gateway.carriers`` (shared by both
+proxies) or a proxy module's attribute, for the duration of a witness re-run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+from fak_core.gateway import anthropic_proxy, openai_proxy
+from fak_core.gateway.carriers import ANTHROPIC_BLOCKS, OPENAI_ROLES, Carrier
+from fak_core.gateway.turn import InboundResult
+from pytest_fak import mutant
+
+__all__: list[str] = []
+
+_real_anthropic_inbound = anthropic_proxy.inbound_results
+_real_apply = openai_proxy._apply
+
+
+# ------------------------------------------------------------------------------- D10.4
+@mutant("D10.4/function-role-unadmitted")
+def function_role_unadmitted() -> Any:
+    """The regression: a legacy ``role: function`` result is forwarded but never admitted."""
+    return mock.patch.dict(OPENAI_ROLES, {"function": Carrier.PLAIN})
+
+
+@mutant("D10.4/provider-results-ignored")
+def provider_results_ignored() -> Any:
+    """The regression: only ``tool_result`` carries tool output; the results of tools the
+    provider runs (web fetch, web search, code execution, MCP) are plain content."""
+    plain = {
+        t: Carrier.PLAIN
+        for t, c in ANTHROPIC_BLOCKS.items()
+        if c is Carrier.TOOL_OUTPUT and t != "tool_result"
+    }
+    return mock.patch.dict(ANTHROPIC_BLOCKS, plain)
+
+
+@mutant("D10.4/assistant-results-skipped")
+def assistant_results_skipped() -> Any:
+    """The regression: tool output is admitted only in user turns, so a result placed in
+    an assistant turn reaches the model unadmitted."""
+
+    def inbound_results(
+        messages: list[dict[str, Any]],
+    ) -> list[tuple[dict[str, Any], InboundResult]]:
+        users = [m if m.get("role") == "user" else {**m, "content": ""} for m in messages]
+        return _real_anthropic_inbound(users)
+
+    return mock.patch.object(anthropic_proxy, "inbound_results", inbound_results)
+
+
+class _Permissive(dict[str, Carrier]):
+    """A table that claims every block type, classifying the unknown ones as plain."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> Carrier:
+        return Carrier.PLAIN
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self[key]
+
+
+@mutant("D10.4/unknown-blocks-pass")
+def unknown_blocks_pass() -> Any:
+    """Fail open: an Anthropic block type the gateway does not classify is forwarded as
+    plain content instead of refused."""
+    return mock.patch.object(anthropic_proxy, "ANTHROPIC_BLOCKS", _Permissive(ANTHROPIC_BLOCKS))
+
+
+# ------------------------------------------------------------------------------- D10.5
+@mutant("D10.5/server-tool-use-passes")
+def server_tool_use_passes() -> Any:
+    """The regression: the provider-run tool uses (``server_tool_use``, ``mcp_tool_use``)
+    are relayed like text, unadjudicated, buffered and streamed."""
+    return mock.patch.dict(
+        ANTHROPIC_BLOCKS, {"server_tool_use": Carrier.PLAIN, "mcp_tool_use": Carrier.PLAIN}
+    )
+
+
+@mutant("D10.5/function-call-passes")
+def function_call_passes() -> Any:
+    """A legacy ``function_call`` the model proposes reaches the client whatever the kernel
+    decided (buffered)."""
+
+    def apply(choice: dict[str, Any], message: dict[str, Any], outcome: Any) -> None:
+        legacy = message.get("function_call")
+        _real_apply(choice, message, outcome)
+        if legacy is not None:
+            message["function_call"] = legacy
+
+    return mock.patch.object(openai_proxy, "_apply", apply)
+
+
+# ------------------------------------------------------------------------------- D10.6
+@mutant("D10.6/upstream-fak-relayed")
+def upstream_fak_relayed() -> Any:
+    """The regression: a ``fak`` key the upstream writes is relayed to the client."""
+
+    def keep(doc: Any, depth: int = 0) -> Any:
+        return doc
+
+    @contextlib.contextmanager
+    def both() -> Iterator[None]:
+        with (
+            mock.patch.object(openai_proxy, "strip_fak", keep),
+            mock.patch.object(anthropic_proxy, "strip_fak", keep),
+        ):
+            yield
+
+    return both()
