@@ -79,22 +79,32 @@ INJECTION_MARKERS = (
 )
 
 
-class _Dropped(dict[int, int | None]):
-    """``str.translate`` table: format (Cf), combining (Mn, Me) and non-space control (Cc)
-    characters map to None (deleted); everything else to itself. Filled on first sight of
-    each character, so no table of all of Unicode is built up front."""
+class _Table(dict[int, int | None]):
+    """``str.translate`` table: combining marks (Mn, Me) are deleted; format (Cf) and
+    non-space control (Cc) characters are deleted, or become a space when ``space`` is
+    set; everything else maps to itself. Filled on first sight of each character, so no
+    table of all of Unicode is built up front."""
+
+    def __init__(self, space: bool) -> None:
+        super().__init__()
+        self.space = space
 
     def __missing__(self, code: int) -> int | None:
         ch = chr(code)
         cat = unicodedata.category(ch)
-        drop = cat in ("Cf", "Mn", "Me") or (cat == "Cc" and not ch.isspace())
-        value = None if drop else code
+        value: int | None = code
+        if cat in ("Mn", "Me"):
+            value = None
+        elif cat == "Cf" or (cat == "Cc" and not ch.isspace()):
+            value = 0x20 if self.space else None
         self[code] = value
         return value
 
 
-_DROPPED = _Dropped()
+_DELETED = _Table(space=False)
+_SPACED = _Table(space=True)
 _ASCII_CONTROLS = bytes(c for c in range(128) if c < 32 and not chr(c).isspace()) + b"\x7f"
+_ASCII_SPACED = bytes.maketrans(_ASCII_CONTROLS, b" " * len(_ASCII_CONTROLS))
 
 
 def _stripped(text: str) -> str:
@@ -102,19 +112,34 @@ def _stripped(text: str) -> str:
     if text.isascii():
         return text.encode("ascii").translate(None, _ASCII_CONTROLS).decode("ascii")
     nfkc = unicodedata.normalize("NFKC", text)
-    return unicodedata.normalize("NFKD", nfkc).translate(_DROPPED)
+    return unicodedata.normalize("NFKD", nfkc).translate(_DELETED)
+
+
+def _views(text: str) -> tuple[str, ...]:
+    """The normalised forms markers are matched on: hidden characters deleted (so
+    ``ig\u00adnore`` reads ``ignore``) and, when there were any, each one a space instead
+    (so ``ignore\u200bprevious`` reads ``ignore previous``)."""
+    if text.isascii():
+        low = text.lower().encode("ascii")
+        deleted = low.translate(None, _ASCII_CONTROLS).decode("ascii")
+        spaced = low.translate(_ASCII_SPACED).decode("ascii")
+    else:
+        folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+        deleted = folded.translate(_DELETED)
+        spaced = folded.translate(_SPACED)
+    one = " ".join(deleted.split())
+    if len(spaced) == len(deleted):
+        return (one,)
+    two = " ".join(spaced.split())
+    return (one,) if two == one else (one, two)
 
 
 def normalize_text(text: str) -> str:
     """The form injection markers are matched on: NFKC, case-folded, decomposed with its
     format (zero-width, bidi, soft hyphen, BOM), combining and control characters removed,
-    and every run of white space one space. Linear in the text."""
-    if text.isascii():
-        t = text.lower().encode("ascii").translate(None, _ASCII_CONTROLS).decode("ascii")
-    else:
-        folded = unicodedata.normalize("NFKC", text).casefold()
-        t = unicodedata.normalize("NFKD", folded).translate(_DROPPED)
-    return " ".join(t.split())
+    and every run of white space one space. Linear in the text. (The screen also matches
+    a second form in which each removed format or control character is a space.)"""
+    return _views(text)[0]
 
 
 def quarantine_stub(qid: str, reason: str, length: int) -> str:
@@ -201,7 +226,9 @@ class ScreenConfig:
 
     def markers(self, tool: str | None = None) -> tuple[str, ...]:
         base = _markers(INJECTION_MARKERS, "builtin") if self.builtin_markers else ()
-        extra = self.tools[tool].injection_markers if tool in self.tools else ()
+        extra = (
+            self.tools[tool].injection_markers if tool is not None and tool in self.tools else ()
+        )
         return tuple(dict.fromkeys((*base, *self.injection_markers, *extra)))
 
     def page_out(self, tool: str) -> int:
@@ -232,7 +259,9 @@ class ResultScreen:
     ) -> None:
         self._minted = minted
         self.set_patterns(secret_patterns)
-        self.configure(config if config is not None else ScreenConfig(page_out_bytes=page_out_bytes))
+        self.configure(
+            config if config is not None else ScreenConfig(page_out_bytes=page_out_bytes)
+        )
 
     def set_patterns(self, extra: Iterable[str]) -> None:
         """Secret shapes: the built-in ones plus ``extra`` (regular expressions)."""
@@ -270,7 +299,7 @@ class ResultScreen:
             return Verdict.quarantine(
                 Reason.RESULT_SECRET_DISCOVERED, BY, meta={"claim": "secret-shaped value in result"}
             )
-        m = rules.inject.search(normalize_text(body))
+        m = next(filter(None, map(rules.inject.search, _views(body))), None)
         if m:
             return Verdict.quarantine(
                 Reason.TRUST_VIOLATION, BY, meta={"claim": f"injection marker {m.group(0)!r}"}

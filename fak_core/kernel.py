@@ -21,8 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import orjson
-
 from fak_core.adjudicators import (
     Adjudicator,
     Registration,
@@ -39,6 +37,7 @@ from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
+from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
 from fak_core.nonblocking import is_nonblocking
 from fak_core.policy import Policy, default_policy
@@ -553,6 +552,6 @@ def _payload(out: Any) -> str:
     if isinstance(out, bytes):
         return out.decode("utf-8", "replace")
     try:
-        return orjson.dumps(out).decode("utf-8")
-    except TypeError:
+        return dumps(out).decode("utf-8")
+    except TypeError:  # not JSON data at all: its text
         return str(out)

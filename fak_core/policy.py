@@ -288,7 +288,9 @@ def _screen(raw: Any) -> ScreenConfig | None:
     except ValueError as exc:
         if isinstance(exc, PolicyError):
             if str(exc).startswith("policy key 'injection_markers'"):
-                raise _fail("screen.injection_markers", "expected a list of non-empty strings")
+                raise _fail(
+                    "screen.injection_markers", "expected a list of non-empty strings"
+                ) from None
             raise
         raise _fail("screen", str(exc)) from None
     return config

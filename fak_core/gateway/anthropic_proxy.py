@@ -39,6 +39,7 @@ from fak_core.gateway.wire_proxy import (
     require_model,
     tool_format_error,
 )
+from fak_core.jsondepth import dumps
 
 __all__ = ["AnthropicProxy", "anthropic_error", "anthropic_error_type", "validate_messages_request"]
 
@@ -125,7 +126,7 @@ def _result_text(content: Any) -> str:
         for b in content
     ):
         return "".join(b["text"] for b in content)
-    return orjson.dumps(content).decode("utf-8")
+    return dumps(content).decode("utf-8")
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:
@@ -153,7 +154,7 @@ def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any]
 def _tool_input(value: Any) -> Any:
     """The input as the kernel sees it: an object as is; anything else as its JSON text,
     which rung 0 refuses (Anthropic ``input`` must be an object)."""
-    return value if isinstance(value, dict) else orjson.dumps(value).decode("utf-8")
+    return value if isinstance(value, dict) else dumps(value).decode("utf-8")
 
 
 def _fak(trace: str, outcome: TurnOutcome, results: list[InboundResult]) -> dict[str, Any]:

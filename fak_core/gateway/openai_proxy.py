@@ -15,7 +15,6 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
 from fak_core.gateway.errors import error_body, error_response
@@ -40,6 +39,7 @@ from fak_core.gateway.wire_proxy import (
     require_model,
     tool_format_error,
 )
+from fak_core.jsondepth import dumps
 
 __all__ = ["OpenAIProxy", "validate_chat_request"]
 
@@ -98,7 +98,7 @@ def _content_text(content: Any) -> str:
         for p in content
     ):
         return "".join(p["text"] for p in content)
-    return orjson.dumps(content).decode("utf-8")
+    return dumps(content).decode("utf-8")
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:

@@ -24,6 +24,7 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 
 from fak_core.gateway.state import GatewayState, WireError
+from fak_core.jsondepth import dumps
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind
@@ -256,7 +257,7 @@ async def admit_inbound(
         if r.rewritten is not None:
             holder["content"] = r.rewritten
             rewritten = True
-    return results, (orjson.dumps(doc) if rewritten else raw)
+    return results, (dumps(doc) if rewritten else raw)
 
 
 def refusal_summary(dropped: list[Adjudication]) -> str:
