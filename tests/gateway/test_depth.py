@@ -22,7 +22,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from fak_core.gateway import GatewayState, UpstreamConfig, create_app, proxy_routes
-from fak_core.jsondepth import MAX_JSON_DEPTH, dumps, json_depth
+from fak_core.gateway.mcp_server import depth_error
+from fak_core.jsondepth import MAX_JSON_DEPTH, JsonTooDeep, dumps, json_depth, loads
 from pytest_fak.fixtures import serve_app
 
 from .support import make_kernel
@@ -237,3 +238,31 @@ def test_an_upstream_document_too_deep_is_a_502_not_a_500(stream: bool, depth: i
         assert "upstream_malformed" in r.text
     else:
         assert r.status_code == 502 and "upstream_malformed" in r.text, r.text[:300]
+
+
+WRAPS = (("{}", 0), ('{"a":%s}', 1), ('[1,"]]]",%s]', 1), ('{"s":"[[[\\"{{","v":[%s]}', 2))
+
+
+@pytest.mark.fak_theorem("D10.4")
+@given(depth=DEPTHS, wrap=st.sampled_from(WRAPS))
+def test_the_reader_refuses_exactly_what_is_past_the_limit(
+    depth: int, wrap: tuple[str, int]
+) -> None:
+    template, levels = wrap
+    inner = max(0, depth - levels) if "%s" in template else 0
+    text = template.replace("%s", nest(inner) if inner else "0")
+    total = levels + inner if "%s" in template else 1
+    frame = '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":' + text + "}}"
+    error = depth_error(frame.encode())
+    if total <= LIMIT:
+        assert loads(text) is not None
+        assert json_depth(text) == total
+        assert error is None or total + 2 > LIMIT
+    else:
+        with pytest.raises(JsonTooDeep, match=f"deeper than {LIMIT} levels"):
+            loads(text)
+    if total + 2 > LIMIT:  # the frame puts two levels around it
+        assert error is not None
+        assert (error.id, error.error.code) == (7, -32600), error
+    else:
+        assert error is None

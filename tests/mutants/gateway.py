@@ -203,3 +203,65 @@ def decide_before_route() -> Any:
         return await _real_call_tool(self, session, name, arguments, meta)
 
     return mock.patch.object(McpProxy, "call_tool", call_tool)
+
+
+# ---------------------------------------------------------------- D10.4 JSON depth
+_jsondepth = importlib.import_module("fak_core.jsondepth")
+_DUMPS_USERS = (
+    "fak_core.kernel",
+    "fak_core.gateway.state",
+    "fak_core.gateway.native",
+    "fak_core.gateway.proxy_io",
+    "fak_core.gateway.turn",
+    "fak_core.gateway.openai_proxy",
+    "fak_core.gateway.anthropic_proxy",
+    "fak_core.gateway.app",
+)
+
+
+def _no_check(raw: Any, limit: int = 0, what: str = "") -> None:
+    return None
+
+
+@contextlib.contextmanager
+def _bare_writers() -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for name in _DUMPS_USERS:
+            mod = importlib.import_module(name)
+            stack.enter_context(mock.patch.object(mod, "dumps", orjson.dumps))
+        stack.enter_context(mock.patch.object(_jsondepth, "dumps", orjson.dumps))
+        yield
+
+
+@contextlib.contextmanager
+def _no_read_limit() -> Iterator[None]:
+    server = importlib.import_module("fak_core.gateway.mcp_server")
+    with (
+        mock.patch.object(_jsondepth, "check_depth", _no_check),
+        mock.patch.object(server, "check_depth", _no_check),
+    ):
+        yield
+
+
+@mutant("D10.4/writer-without-depth-guard")
+def writer_without_depth_guard() -> Any:
+    """Readers take all orjson reads (1024 levels), writers are bare orjson (254)."""
+
+    @contextlib.contextmanager
+    def both() -> Iterator[None]:
+        with _no_read_limit(), _bare_writers():
+            yield
+
+    return both()
+
+
+@mutant("D10.4/no-read-limit")
+def no_read_limit() -> Any:
+    """Bodies are not checked against the gateway's depth limit."""
+    return _no_read_limit()
+
+
+@mutant("D10.4/bare-orjson-writer")
+def bare_orjson_writer() -> Any:
+    """The response writers are bare orjson (the read limit stays)."""
+    return _bare_writers()

@@ -346,3 +346,39 @@ def unknown_reasons_pass() -> Any:
         return name
 
     return mock.patch.object(_policy, "_reason", reason)
+
+
+# ---------------------------------------------------------------- C4.4 result screen
+_admission = importlib.import_module("fak_core.admission")
+
+
+@mutant("C4.4/text-prefix-stubs")
+def text_prefix_stubs() -> Any:
+    """Take any result whose text starts like a stub for the kernel's own (the old is_stub)."""
+
+    def is_minted(self: Any, text: str) -> bool:
+        return text.startswith(('{"_quarantined":true', '{"_paged":true'))
+
+    return mock.patch.object(_admission.ResultScreen, "is_minted", is_minted)
+
+
+@mutant("C4.4/no-stub-registry")
+def no_stub_registry() -> Any:
+    """The screen never recognises its own stubs: every re-admitted stub is screened."""
+
+    def is_minted(self: Any, text: str) -> bool:
+        return False
+
+    return mock.patch.object(_admission.ResultScreen, "is_minted", is_minted)
+
+
+@mutant("C4.4/raw-markers")
+def raw_markers() -> Any:
+    """Match injection markers on the lower-cased raw text, without normalisation."""
+    return mock.patch.object(_admission, "_views", lambda text: (text.lower(),))
+
+
+@mutant("C4.4/raw-secrets")
+def raw_secrets() -> Any:
+    """Search secret shapes in the raw text only."""
+    return mock.patch.object(_admission, "_stripped", lambda text: text)
