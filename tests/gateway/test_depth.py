@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anthropic
 import httpx
+import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -266,3 +268,49 @@ def test_the_reader_refuses_exactly_what_is_past_the_limit(
         assert (error.id, error.error.code) == (7, -32600), error
     else:
         assert error is None
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [LIMIT - 3, LIMIT, 254, 500])  # the SDKs encode ~990 at most
+def test_official_clients_get_the_depth_limit_as_their_own_bad_request(
+    gateway: tuple[httpx.Client, dict[str, str]], depth: int
+) -> None:
+    client, _ = gateway
+    url = str(client.base_url).rstrip("/")
+    extra = {"metadata_extra": _nested(depth)}
+    oa = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=30)
+    an = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, timeout=30)
+    try:
+        if depth + 1 <= LIMIT:
+            done = oa.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], extra_body=extra
+            )
+            assert done.choices
+            msg = an.messages.create(
+                model="m",
+                max_tokens=16,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_body=extra,
+            )
+            assert msg.content is not None
+            return
+        with pytest.raises(openai.BadRequestError, match=f"deeper than {LIMIT} levels"):
+            oa.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], extra_body=extra
+            )
+        with pytest.raises(anthropic.BadRequestError, match=f"deeper than {LIMIT} levels"):
+            an.messages.create(
+                model="m",
+                max_tokens=16,
+                messages=[{"role": "user", "content": "hi"}],
+                extra_body=extra,
+            )
+    finally:
+        oa.close()
+        an.close()
