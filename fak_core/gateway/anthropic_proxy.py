@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from starlette.responses import JSONResponse, Response
 
+from fak_core.gateway.mcp_content import base64_text
 from fak_core.gateway.proxy_io import (
     durable_stream,
     event_json,
@@ -126,7 +127,17 @@ def _result_text(content: Any) -> str:
         for b in content
     ):
         return "".join(b["text"] for b in content)
-    return dumps(content).decode("utf-8")
+    text = dumps(content).decode("utf-8")
+    # image and document blocks carry base64 data: screen what can be read in it too
+    decoded = [
+        base64_text(src["data"], mime if isinstance(mime := src.get("media_type"), str) else None)
+        for b in content
+        if isinstance(b, dict)
+        and isinstance(src := b.get("source"), dict)
+        and src.get("type") == "base64"
+        and isinstance(src.get("data"), str)
+    ]
+    return "\n".join([text, *decoded]) if decoded else text
 
 
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:

@@ -12,7 +12,8 @@ An MCP result may carry base64 data: ``ImageContent``, ``AudioContent`` and an
 
 What the screen cannot read (text drawn in an image's pixels, compressed streams) stays
 unread; the session is TAINTED by the wire admission like any downstream answer.
-Everything here is linear in the data.
+Everything here is linear in the data. The Anthropic proxy reads the base64 ``source`` of
+image and document blocks in a ``tool_result`` with :func:`base64_text` too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 
 import mcp_types as types
 
-__all__ = ["binary_text", "is_textual"]
+__all__ = ["base64_text", "binary_text", "is_textual"]
 
 _TEXTUAL = re.compile(
     r"^(?:text/[^;]*|application/(?:[^;]*[+/])?(?:json|xml|yaml|x-yaml|javascript|ecmascript"
@@ -38,7 +39,8 @@ def is_textual(mime: str | None) -> bool:
     return mime is not None and _TEXTUAL.match(mime.strip()) is not None
 
 
-def _decoded(data: str, mime: str | None) -> str:
+def base64_text(data: str, mime: str | None) -> str:
+    """What the screen reads in base64 ``data`` of type ``mime`` (see the module doc)."""
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
@@ -51,10 +53,10 @@ def _decoded(data: str, mime: str | None) -> str:
 def binary_text(block: object) -> str | None:
     """The screenable text of a binary content block, or None if it is not one."""
     if isinstance(block, types.ImageContent | types.AudioContent):
-        return _decoded(block.data, block.mime_type)
+        return base64_text(block.data, block.mime_type)
     if isinstance(block, types.EmbeddedResource) and isinstance(
         block.resource, types.BlobResourceContents
     ):
         res = block.resource
-        return "\n".join([str(res.uri), _decoded(res.blob, res.mime_type)])
+        return "\n".join([str(res.uri), base64_text(res.blob, res.mime_type)])
     return None
