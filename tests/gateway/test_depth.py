@@ -9,6 +9,7 @@ by construction, not by the gateway's own counter.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -314,3 +315,26 @@ def test_official_clients_get_the_depth_limit_as_their_own_bad_request(
     finally:
         oa.close()
         an.close()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=40,
+)
+
+
+def _depth_of(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth_of, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth_of, value.values()), default=0)
+    return 0
+
+
+@pytest.mark.fak_theorem("D10.4")
+@given(value=json_values, ascii_only=st.booleans(), indent=st.sampled_from([None, 1]))
+def test_the_depth_scan_agrees_with_the_value(value: Any, ascii_only: bool, indent: Any) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
+    assert json_depth(text) == _depth_of(value)
+    assert json_depth(dumps(value)) == _depth_of(value)
