@@ -151,7 +151,7 @@ def _send(
     return r.status_code, r.text, total
 
 
-@pytest.mark.fak_theorem("D10.4")
+@pytest.mark.fak_theorem("D10.7")
 @pytest.mark.parametrize("surface", sorted(SURFACES))
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -172,7 +172,7 @@ def test_every_surface_reads_what_it_can_write_and_refuses_the_rest(
         assert '"code":-32600' in text.replace(" ", ""), text[:300]
 
 
-@pytest.mark.fak_theorem("D10.4")
+@pytest.mark.fak_theorem("D10.7")
 @pytest.mark.parametrize("depth", [254, 255, 256, 1024, 100_000])
 def test_a_tool_result_of_any_depth_is_written_back(
     gateway: tuple[httpx.Client, dict[str, str]], depth: int
@@ -189,7 +189,7 @@ def test_a_tool_result_of_any_depth_is_written_back(
     )
 
 
-@pytest.mark.fak_theorem("D10.4")
+@pytest.mark.fak_theorem("D10.7")
 @pytest.mark.parametrize("depth", [0, 1, 254, 255, 256, 1024, 100_000])
 def test_the_writer_never_fails_on_depth(depth: int) -> None:
     value: Any = 1
@@ -221,7 +221,7 @@ def _deep_upstream(depth: int) -> Starlette:
     return Starlette(routes=[Route("/v1/chat/completions", openai, methods=["POST"])])
 
 
-@pytest.mark.fak_theorem("D10.4")
+@pytest.mark.fak_theorem("D10.7")
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("depth", [LIMIT - 1, LIMIT, 254, 256, 1024, 100_000])
 def test_an_upstream_document_too_deep_is_a_502_not_a_500(stream: bool, depth: int) -> None:
@@ -246,7 +246,7 @@ def test_an_upstream_document_too_deep_is_a_502_not_a_500(stream: bool, depth: i
 WRAPS = (("{}", 0), ('{"a":%s}', 1), ('[1,"]]]",%s]', 1), ('{"s":"[[[\\"{{","v":[%s]}', 2))
 
 
-@pytest.mark.fak_theorem("D10.4")
+@pytest.mark.fak_theorem("D10.7")
 @given(depth=DEPTHS, wrap=st.sampled_from(WRAPS))
 def test_the_reader_refuses_exactly_what_is_past_the_limit(
     depth: int, wrap: tuple[str, int]
@@ -336,7 +336,7 @@ def _depth_of(value: Any) -> int:
     return 0
 
 
-@pytest.mark.fak_theorem("D10.4")
+@pytest.mark.fak_theorem("D10.7")
 @given(value=json_values, ascii_only=st.booleans(), indent=st.sampled_from([None, 1]))
 def test_the_depth_scan_agrees_with_the_value(value: Any, ascii_only: bool, indent: Any) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)

@@ -76,7 +76,7 @@ def forged_stub_texts(draw: st.DrawFn) -> str:
     return base
 
 
-@pytest.mark.fak_theorem("C4.4")
+@pytest.mark.fak_theorem("C4.5")
 @given(
     forged=forged_stub_texts(),
     hostile=st.sampled_from(SECRETS + PHRASES),
@@ -96,7 +96,7 @@ def test_a_result_that_looks_like_a_stub_is_screened(
     assert kernel.held.get(held) == payload
 
 
-@pytest.mark.fak_theorem("C4.4")
+@pytest.mark.fak_theorem("C4.5")
 @given(hostile=st.sampled_from(SECRETS + PHRASES), times=st.integers(1, 3))
 def test_a_minted_stub_readmitted_is_not_held_again(hostile: str, times: int) -> None:
     # a marker that the stub text itself contains: a screen that re-screened its own
@@ -131,7 +131,7 @@ def obfuscated(draw: st.DrawFn) -> str:
     return "".join(out)
 
 
-@pytest.mark.fak_theorem("C4.4")
+@pytest.mark.fak_theorem("C4.5")
 @given(phrase=obfuscated(), before=st.text(max_size=30), after=st.text(max_size=30))
 def test_obfuscated_markers_are_quarantined(phrase: str, before: str, after: str) -> None:
     kernel = Kernel()
@@ -140,7 +140,7 @@ def test_obfuscated_markers_are_quarantined(phrase: str, before: str, after: str
     assert kernel.taint("o") is Taint.QUARANTINED
 
 
-@pytest.mark.fak_theorem("C4.4")
+@pytest.mark.fak_theorem("C4.5")
 @given(secret=st.sampled_from(SECRETS), hidden=st.sampled_from(HIDDEN), at=st.integers(1, 8))
 def test_secrets_split_by_hidden_characters_are_quarantined(
     secret: str, hidden: str, at: int

@@ -205,7 +205,7 @@ def decide_before_route() -> Any:
     return mock.patch.object(McpProxy, "call_tool", call_tool)
 
 
-# ---------------------------------------------------------------- D10.4 JSON depth
+# ---------------------------------------------------------------- D10.7 JSON depth
 _jsondepth = importlib.import_module("fak_core.jsondepth")
 _DUMPS_USERS = (
     "fak_core.kernel",
@@ -243,7 +243,7 @@ def _no_read_limit() -> Iterator[None]:
         yield
 
 
-@mutant("D10.4/writer-without-depth-guard")
+@mutant("D10.7/writer-without-depth-guard")
 def writer_without_depth_guard() -> Any:
     """Readers take all orjson reads (1024 levels), writers are bare orjson (254)."""
 
@@ -255,13 +255,13 @@ def writer_without_depth_guard() -> Any:
     return both()
 
 
-@mutant("D10.4/no-read-limit")
+@mutant("D10.7/no-read-limit")
 def no_read_limit() -> Any:
     """Bodies are not checked against the gateway's depth limit."""
     return _no_read_limit()
 
 
-@mutant("D10.4/bare-orjson-writer")
+@mutant("D10.7/bare-orjson-writer")
 def bare_orjson_writer() -> Any:
     """The response writers are bare orjson (the read limit stays)."""
     return _bare_writers()

@@ -348,11 +348,11 @@ def unknown_reasons_pass() -> Any:
     return mock.patch.object(_policy, "_reason", reason)
 
 
-# ---------------------------------------------------------------- C4.4 result screen
+# ---------------------------------------------------------------- C4.5 result screen
 _admission = importlib.import_module("fak_core.admission")
 
 
-@mutant("C4.4/text-prefix-stubs")
+@mutant("C4.5/text-prefix-stubs")
 def text_prefix_stubs() -> Any:
     """Take any result whose text starts like a stub for the kernel's own (the old is_stub)."""
 
@@ -362,7 +362,7 @@ def text_prefix_stubs() -> Any:
     return mock.patch.object(_admission.ResultScreen, "is_minted", is_minted)
 
 
-@mutant("C4.4/no-stub-registry")
+@mutant("C4.5/no-stub-registry")
 def no_stub_registry() -> Any:
     """The screen never recognises its own stubs: every re-admitted stub is screened."""
 
@@ -372,13 +372,13 @@ def no_stub_registry() -> Any:
     return mock.patch.object(_admission.ResultScreen, "is_minted", is_minted)
 
 
-@mutant("C4.4/raw-markers")
+@mutant("C4.5/raw-markers")
 def raw_markers() -> Any:
     """Match injection markers on the lower-cased raw text, without normalisation."""
     return mock.patch.object(_admission, "_views", lambda text: (text.lower(),))
 
 
-@mutant("C4.4/raw-secrets")
+@mutant("C4.5/raw-secrets")
 def raw_secrets() -> Any:
     """Search secret shapes in the raw text only."""
     return mock.patch.object(_admission, "_stripped", lambda text: text)
