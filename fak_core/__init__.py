@@ -13,7 +13,7 @@ from fak_core.adjudicators import (
     WitnessOutcome,
     WitnessResolver,
 )
-from fak_core.admission import HeldStore, ResultScreen
+from fak_core.admission import HeldStore, ResultScreen, ScreenConfig, ToolScreen
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
@@ -101,6 +101,7 @@ __all__ = [
     "ResultScreen",
     "Rung",
     "SchemaRegistry",
+    "ScreenConfig",
     "Sink",
     "SinkGate",
     "Source",
@@ -109,6 +110,7 @@ __all__ = [
     "Taint",
     "TaintLedger",
     "ToolCall",
+    "ToolScreen",
     "TransformPayload",
     "Verdict",
     "VerdictKind",

@@ -26,8 +26,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import orjson
-
 from fak_core.adjudicators import (
     Adjudicator,
     Registration,
@@ -37,13 +35,14 @@ from fak_core.adjudicators import (
     as_adjudicator,
     as_admitter,
 )
-from fak_core.admission import HeldStore, ResultScreen, quarantine_stub
+from fak_core.admission import HeldStore, ResultScreen, ScreenConfig, quarantine_stub
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
+from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
 from fak_core.nonblocking import is_nonblocking
 from fak_core.policy import Policy, default_policy
@@ -148,7 +147,10 @@ class Kernel:
         )
         self.sink_gate = SinkGate(self.ledger, self.policy)
         self.floor = CapabilityFloor(self.policy, self.reasons)
-        self.screen = ResultScreen(self.policy.secret_patterns)
+        self._host_screen: ScreenConfig | None = None
+        self.screen = ResultScreen(
+            self.policy.secret_patterns, config=self.policy.screen, minted=self.held.minted
+        )
         self.rate_limiter: RateLimiter | None = None
         self._builtin = builtin_chain
         if builtin_chain:
@@ -165,8 +167,16 @@ class Kernel:
             self.floor.set_policy(policy)
             self.sink_gate.set_policy(policy)
             self.screen.set_patterns(policy.secret_patterns)
+            self.screen.configure(policy.screen or self._host_screen or ScreenConfig())
             self.policy = policy
             self._apply_policy_tables(policy)
+
+    def configure_screen(self, config: ScreenConfig) -> None:
+        """Set the result screen's markers and page-out sizes from the host; a policy with
+        a ``screen`` table overrides them while it is the running policy."""
+        with self._lock:
+            self._host_screen = config
+            self.screen.configure(self.policy.screen or config)
 
     def _apply_rate_limit(self, policy: Policy) -> None:
         with self._lock:
@@ -543,12 +553,15 @@ class Kernel:
         if quarantined:
             self.counters.quarantines += 1
             payload = result.payload
-            qid = self.held.hold(payload)
             reason = self.reasons.name(v.reason if v.reason else Reason.TRUST_VIOLATION)
+            size = len(payload)
+            # the store remembers the stub it issues, so only this exact text can pass
+            # for the kernel's own output when it is admitted again
+            qid = self.held.hold(payload, stub=lambda k: quarantine_stub(k, reason, size))
             meta = {**result.meta, "admit": "quarantined", "quarantine_id": qid, "reason": reason}
             result = Result(
                 result.status,
-                quarantine_stub(qid, reason, len(payload)),
+                quarantine_stub(qid, reason, size),
                 frozen_meta(meta),
                 Taint.QUARANTINED,
             )
@@ -558,7 +571,7 @@ class Kernel:
             new_payload = v.repaired_args or ""
             ref = v.meta.get("paged")
             if ref:
-                self.held.hold(result.payload, ref)
+                self.held.hold(result.payload, ref, stub=lambda _ref: new_payload)
             result = result._replace(
                 payload=new_payload, meta=frozen_meta({**result.meta, "admit": "transformed"})
             )
@@ -585,6 +598,6 @@ def _payload(out: Any) -> str:
     if isinstance(out, bytes):
         return out.decode("utf-8", "replace")
     try:
-        return orjson.dumps(out).decode("utf-8")
-    except TypeError:
+        return dumps(out).decode("utf-8")
+    except TypeError:  # not JSON data at all: its text
         return str(out)

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fak_core.admission import ScreenConfig, ToolScreen
 from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
 from fak_core.ratelimit import KEYS as RATE_KEYS
 from fak_core.ratelimit import RateLimit
@@ -86,6 +87,7 @@ class Policy:
     deny_hosts: tuple[str, ...] = ()
     schemas: dict[str, Any] = field(default_factory=dict)
     rate_limit: RateLimit | None = None
+    screen: ScreenConfig | None = None
 
 
 _KEYS = tuple(f.name for f in fields(Policy))
@@ -225,6 +227,7 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
             raise _fail(f"schemas.{tool}", str(exc)) from None
 
     rate_limit = _rate_limit(doc.get("rate_limit"))
+    screen = _screen(doc.get("screen"))
     safe = _str_list(doc, "safe_sinks") if "safe_sinks" in doc else Policy.safe_sinks
     return Policy(
         version=version,
@@ -243,7 +246,82 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
         deny_hosts=_str_list(doc, "deny_hosts"),
         schemas=json.loads(json.dumps(schemas)),
         rate_limit=rate_limit,
+        screen=screen,
     )
+
+
+_SCREEN_KEYS = ("injection_markers", "builtin_markers", "page_out_bytes", "tools")
+_TOOL_SCREEN_KEYS = ("injection_markers", "page_out_bytes")
+
+
+def _keys(raw: Any, key: str, valid: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise _fail(key, f"expected a table with any of {', '.join(valid)}")
+    bad = sorted(set(raw) - set(valid))
+    if bad:
+        raise _fail(f"{key}.{bad[0]}", f"unknown key; valid keys: {', '.join(valid)}")
+    return raw
+
+
+def _screen(raw: Any) -> ScreenConfig | None:
+    """The optional ``screen`` table: the result screen's markers and page-out sizes."""
+    if raw is None:
+        return None
+    doc = _keys(raw, "screen", _SCREEN_KEYS)
+    tools: dict[str, ToolScreen] = {}
+    raw_tools = doc.get("tools", {})
+    if not isinstance(raw_tools, dict):
+        raise _fail("screen.tools", "expected a table of tool name -> screen settings")
+    try:
+        for tool, t in raw_tools.items():
+            where = f"screen.tools.{tool}"
+            if not tool:
+                raise _fail("screen.tools", "a tool name must be non-empty")
+            t = _keys(t, where, _TOOL_SCREEN_KEYS)
+            tools[tool] = _tool_screen(t, where)
+        markers = _str_list(doc, "injection_markers") if "injection_markers" in doc else ()
+        config = ScreenConfig(
+            injection_markers=markers,
+            builtin_markers=doc.get("builtin_markers", True),
+            page_out_bytes=doc.get("page_out_bytes", ScreenConfig.page_out_bytes),
+            tools=tools,
+        )
+    except ValueError as exc:
+        if isinstance(exc, PolicyError):
+            if str(exc).startswith("policy key 'injection_markers'"):
+                raise _fail(
+                    "screen.injection_markers", "expected a list of non-empty strings"
+                ) from None
+            raise
+        raise _fail("screen", str(exc)) from None
+    return config
+
+
+def _tool_screen(t: dict[str, Any], where: str) -> ToolScreen:
+    markers = t.get("injection_markers", [])
+    if not isinstance(markers, list) or not all(isinstance(m, str) and m for m in markers):
+        raise _fail(f"{where}.injection_markers", "expected a list of non-empty strings")
+    try:
+        return ToolScreen(tuple(markers), t.get("page_out_bytes"))
+    except ValueError as exc:
+        raise _fail(where, str(exc)) from None
+
+
+def _screen_to_dict(screen: ScreenConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "injection_markers": list(screen.injection_markers),
+        "builtin_markers": screen.builtin_markers,
+        "page_out_bytes": screen.page_out_bytes,
+    }
+    tools: dict[str, Any] = {}
+    for name, t in screen.tools.items():
+        entry: dict[str, Any] = {"injection_markers": list(t.injection_markers)}
+        if t.page_out_bytes is not None:
+            entry["page_out_bytes"] = t.page_out_bytes
+        tools[name] = entry
+    if tools:
+        out["tools"] = tools
+    return out
 
 
 def _rate_limit(raw: Any) -> RateLimit | None:
@@ -309,6 +387,7 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
             if policy.rate_limit is not None
             else {}
         ),
+        **({"screen": _screen_to_dict(policy.screen)} if policy.screen is not None else {}),
     }
 
 

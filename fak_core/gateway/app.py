@@ -24,10 +24,10 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
-from fak_core.gateway.mcp_server import build_mcp_server
+from fak_core.gateway.mcp_server import build_mcp_server, depth_error
 from fak_core.gateway.middleware import (
     AuthMiddleware,
     BodyLimitMiddleware,
@@ -39,6 +39,7 @@ from fak_core.gateway.middleware import (
 from fak_core.gateway.native import PolicySource, json_response, native_routes
 from fak_core.gateway.openapi import build_openapi
 from fak_core.gateway.state import GatewayState
+from fak_core.jsondepth import dumps
 
 __all__ = ["McpHttpEndpoint", "create_app"]
 
@@ -80,7 +81,49 @@ class McpHttpEndpoint:
             )
             await response(scope, receive, send)
             return
+        if scope.get("method") == "POST":
+            checked = await self._checked_body(scope, receive, send)
+            if checked is None:
+                return
+            receive = checked
         await manager.handle_request(scope, receive, send)
+
+    async def _checked_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Read a POST body (at most ``max_body`` bytes) and refuse a JSON-RPC message
+        nested deeper than the gateway reads (400, -32600) before the SDK parses it; else
+        a ``receive`` that replays the body. Bodies that are not JSON are left to the SDK."""
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+            if size > self.max_body:
+                break  # over the limit: the SDK refuses it from what it is replayed
+        body = b"".join(chunks)
+        if not more:
+            error = depth_error(body)
+            if error is not None:
+                payload = error.model_dump(by_alias=True, exclude_none=True)
+                await Response(dumps(payload), 400, media_type="application/json")(
+                    scope, receive, send
+                )
+                return None
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": more}
+            return await receive()
+
+        return replay
 
 
 async def _close_extra_routes(routes: Sequence[BaseRoute]) -> None:

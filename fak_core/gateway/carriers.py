@@ -22,11 +22,11 @@ records, so nothing from upstream speaks for the gateway.
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from typing import Any
 
-import orjson
+from fak_core.gateway.mcp_content import base64_text
+from fak_core.jsondepth import dumps
 
 __all__ = [
     "ANTHROPIC_BLOCKS",
@@ -142,18 +142,13 @@ def shown_value(value: Any) -> str:
 
 
 def json_text(value: Any) -> str:
-    """The JSON text of a decoded wire value, for the kernel's screen; never fails.
-
-    A value orjson cannot write (nested past its 254 levels) is written by the standard
-    library; one too deep for that too becomes every key and scalar in it, one a line, so
-    no text escapes the screen because of its shape."""
+    """The JSON text of a decoded wire value, for the kernel's screen; never fails on depth
+    or size (:func:`fak_core.jsondepth.dumps`). A value that is not JSON data at all
+    becomes every key and scalar in it, one a line, so no text escapes the screen because
+    of its shape."""
     try:
-        return orjson.dumps(value).decode("utf-8")
+        return dumps(value).decode("utf-8")
     except TypeError:
-        pass
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
         pass
     out: list[str] = []
     stack = [value]
@@ -191,4 +186,14 @@ def screen_text(content: Any) -> str:
         for p in content
     ):
         return "".join(p["text"] for p in content)
-    return json_text(content)
+    text = json_text(content)
+    # image and document parts carry base64 data: screen what can be read in it too
+    decoded = [
+        base64_text(src["data"], mime if isinstance(mime := src.get("media_type"), str) else None)
+        for p in (content if isinstance(content, list) else ())
+        if isinstance(p, dict)
+        and isinstance(src := p.get("source"), dict)
+        and src.get("type") == "base64"
+        and isinstance(src.get("data"), str)
+    ]
+    return "\n".join([text, *decoded]) if decoded else text

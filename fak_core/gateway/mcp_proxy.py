@@ -53,6 +53,7 @@ from fak_core import __version__
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.events import Event
 from fak_core.floor import own_name, prefix_allows
+from fak_core.gateway.mcp_content import binary_text
 from fak_core.gateway.mcp_downstream import (
     DEFAULT_CALL_TIMEOUT,
     Downstream,
@@ -184,8 +185,8 @@ def _result_text(result: types.CallToolResult) -> str:
     Text blocks, embedded text resources and resource-link names and descriptions are
     joined; strings of ``structuredContent`` (keys and values) that do not already appear
     in that text are appended, so nothing the client will see escapes the screen and
-    nothing is counted twice. Binary blocks (images, audio, blobs) are not text and are
-    passed through unscreened when the rest is admitted.
+    nothing is counted twice. Binary blocks (images, audio, blobs) are screened by what
+    :func:`fak_core.gateway.mcp_content.binary_text` reads in them.
     """
     parts: list[str] = []
     for block in result.content:
@@ -197,6 +198,8 @@ def _result_text(result: types.CallToolResult) -> str:
                 parts.append(res.text)
         elif isinstance(block, types.ResourceLink):
             parts.extend(s for s in (block.name, block.title, block.description) if s)
+        if (decoded := binary_text(block)) is not None:  # images, audio, blobs: screened too
+            parts.append(decoded)
     text = "\n".join(parts)
     if result.structured_content is not None:
         extra = [s for s in _strings(result.structured_content) if s and s not in text]

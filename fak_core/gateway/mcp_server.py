@@ -12,6 +12,7 @@ the protocol's invalid-params error (-32602).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from typing import Any, BinaryIO
@@ -31,8 +32,16 @@ import fak_core
 from fak_core.gateway.sessions import SESSION_HEADER, SessionError
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.wire import parse_admit, parse_call
+from fak_core.jsondepth import MAX_JSON_DEPTH, JsonTooDeep, check_depth
 
-__all__ = ["ADMIT_SCHEMA", "CALL_SCHEMA", "MAX_FRAME", "build_mcp_server", "run_stdio"]
+__all__ = [
+    "ADMIT_SCHEMA",
+    "CALL_SCHEMA",
+    "MAX_FRAME",
+    "build_mcp_server",
+    "depth_error",
+    "run_stdio",
+]
 
 SERVER_NAME = "fak-gateway"
 MAX_FRAME = 4 << 20
@@ -186,6 +195,9 @@ def _frame_error(line: bytes, max_frame: int) -> types.JSONRPCError | None:
     """
     if len(line) > max_frame:
         return _rpc_error(None, INVALID_REQUEST, f"frame exceeds maximum size of {max_frame} bytes")
+    too_deep = depth_error(line)
+    if too_deep is not None:
+        return too_deep
     try:
         doc = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -208,6 +220,46 @@ def _frame_error(line: bytes, max_frame: int) -> types.JSONRPCError | None:
         where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int))
         return _rpc_error(rid, INVALID_REQUEST, f"invalid request: {where}: {first['msg']}")
     return None
+
+
+def depth_error(raw: bytes) -> types.JSONRPCError | None:
+    """-32600 for a JSON-RPC message nested deeper than the gateway reads
+    (:data:`~fak_core.jsondepth.MAX_JSON_DEPTH`, orjson's own 1024 included), else None
+    (also for text that is not JSON: that is a parse error, answered elsewhere)."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" not in str(exc):
+            return None
+        too_deep = JsonTooDeep(MAX_JSON_DEPTH, "the JSON-RPC message")
+        return _rpc_error(_id_of(raw), INVALID_REQUEST, f"invalid request: {too_deep}")
+    if not isinstance(doc, dict | list):
+        return None
+    try:
+        check_depth(raw, what="the JSON-RPC message")
+    except JsonTooDeep as exc:
+        rid = doc.get("id") if isinstance(doc, dict) else None
+        rid = rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+        return _rpc_error(rid, INVALID_REQUEST, f"invalid request: {exc}")
+    return None
+
+
+def _id_of(raw: bytes) -> str | int | None:
+    """The request id of a message too deep to parse whole, when it stands before the
+    deep part (``{"jsonrpc":"2.0","id":7,...``), else None."""
+    m = _LEADING_ID.match(raw)
+    if m is None:
+        return None
+    try:
+        rid = orjson.loads(m.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+
+
+_LEADING_ID = re.compile(
+    rb'\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
+)
 
 
 def _rpc_error(rid: str | int | None, code: int, message: str) -> types.JSONRPCError:

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -29,6 +28,7 @@ from fak_core.gateway.sessions import OPERATOR_HEADER, SESSION_HEADER, SessionEr
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.wire import decode_body, parse_admit, parse_call, parse_trace_id
 from fak_core.journal import JournalError
+from fak_core.jsondepth import dumps
 from fak_core.policy import Policy, PolicyError, load_policy, policy_digest
 
 __all__ = ["PolicySource", "json_response", "native_routes"]
@@ -61,10 +61,9 @@ class PolicySource:
 def json_response(
     body: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    """A JSON response serialised with orjson (fast, and refuses NaN)."""
-    return Response(
-        orjson.dumps(body), status_code=status, headers=headers, media_type="application/json"
-    )
+    """A JSON response written by :func:`fak_core.jsondepth.dumps` (orjson, with a
+    fallback that never fails on depth)."""
+    return Response(dumps(body), status_code=status, headers=headers, media_type="application/json")
 
 
 def _traced(body: dict[str, Any], session: dict[str, str]) -> Response:

@@ -14,11 +14,12 @@ import httpx
 import orjson
 from httpx_sse import EventSource, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.upstream import UpstreamError, transport_error
 from fak_core.journal import JournalError
+from fak_core.jsondepth import JsonTooDeep, dumps, loads
 
 __all__ = [
     "BodyTooLarge",
@@ -60,7 +61,7 @@ def decode_json_object(body: bytes) -> dict[str, Any]:
     if not body.strip():
         raise ValueError("request body is empty; send a JSON object")
     try:
-        doc = orjson.loads(body)
+        doc = loads(body, what="request body")
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"malformed JSON body: {exc}") from None
     if not isinstance(doc, dict):
@@ -69,24 +70,20 @@ def decode_json_object(body: bytes) -> dict[str, Any]:
 
 
 def json_response(doc: dict[str, Any], headers: dict[str, str]) -> Response:
-    """A 200 JSON response written by orjson; Starlette's encoder for what orjson refuses
-    (an integer over 64 bits from an upstream, say), so no answer is lost to the encoder."""
-    try:
-        body = orjson.dumps(doc)
-    except TypeError:
-        return JSONResponse(doc, headers=headers)
-    return Response(body, media_type="application/json", headers=headers)
+    """A 200 JSON response written by :func:`fak_core.jsondepth.dumps` (orjson, or an
+    iterative writer for what orjson refuses), so no answer is lost to the encoder."""
+    return Response(dumps(doc), media_type="application/json", headers=headers)
 
 
 def sse_data(payload: Any) -> bytes:
     """One ``data:`` event (the OpenAI framing)."""
-    text = payload if isinstance(payload, str) else orjson.dumps(payload).decode("utf-8")
+    text = payload if isinstance(payload, str) else dumps(payload).decode("utf-8")
     return f"data: {text}\n\n".encode()
 
 
 def sse_event(event: str, payload: Any) -> bytes:
     """One named event (the Anthropic framing)."""
-    return f"event: {event}\ndata: {orjson.dumps(payload).decode('utf-8')}\n\n".encode()
+    return f"event: {event}\ndata: {dumps(payload).decode('utf-8')}\n\n".encode()
 
 
 async def upstream_events(resp: httpx.Response) -> AsyncIterator[ServerSentEvent]:
@@ -111,7 +108,11 @@ async def upstream_events(resp: httpx.Response) -> AsyncIterator[ServerSentEvent
 def event_json(event: ServerSentEvent, wire: str) -> dict[str, Any]:
     """An event's data as a JSON object, else :class:`UpstreamError` (502)."""
     try:
-        doc = orjson.loads(event.data)
+        doc = loads(event.data, what="upstream stream event")
+    except JsonTooDeep as exc:
+        raise UpstreamError(
+            502, f"upstream {wire} stream sent an event that {exc}", "upstream_malformed"
+        ) from None
     except orjson.JSONDecodeError as exc:
         raise UpstreamError(
             502,

@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
-import orjson
 
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
@@ -50,6 +48,7 @@ from fak_core.journal import JOURNAL_DOWN, Journal, JournalError, current_receip
 from fak_core.journal import args_digest as journal_args_digest
 from fak_core.journal import request_scope as journal_request_scope
 from fak_core.jsonargs import args_nbytes
+from fak_core.jsondepth import dumps
 from fak_core.kernel import Kernel
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
@@ -101,13 +100,9 @@ def raw_arguments(arguments: Any) -> str:
         # JSON white space only is {}; str.strip would also eat \x1c, \u2028 and friends,
         # which are not JSON and must reach rung 0 to be refused.
         return arguments if arguments.strip(_JSON_WS) else "{}"
-    try:
-        return orjson.dumps(arguments).decode("utf-8")
-    except TypeError:  # nested deeper than orjson writes (255), an int over 64 bits, ...
-        pass
-    try:
-        return json.dumps(arguments, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
+    try:  # orjson, else an iterative writer: any depth, any integer (the kernel judges)
+        return dumps(arguments).decode("utf-8")
+    except (TypeError, ValueError) as exc:
         raise WireError(
             f"arguments cannot be written back as JSON text ({type(exc).__name__}: "
             f"{str(exc)[:80]}); send a JSON object nested no deeper than 64 levels",

@@ -24,6 +24,7 @@ import orjson
 from starlette.concurrency import run_in_threadpool
 
 from fak_core.gateway.state import GatewayState, WireError
+from fak_core.jsondepth import dumps
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind
@@ -264,25 +265,8 @@ async def admit_inbound(
             holder.update({"type": "text", "text": r.rewritten})
         else:
             holder["content"] = r.rewritten
-    return results, (_encode(doc) if rewritten else raw)
-
-
-def _encode(doc: dict[str, Any]) -> bytes:
-    """The rewritten request body; the standard library writes what orjson cannot (nesting
-    past 254 levels, an integer past 64 bits); a body too deep for both is a
-    :class:`WireError` (400) naming what to fix, never a 500."""
-    try:
-        return orjson.dumps(doc)
-    except TypeError:
-        pass
-    try:
-        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError, RecursionError):
-        raise WireError(
-            "messages: the request nests too deeply to forward once the kernel rewrote a "
-            "tool result in it; send content nested less deeply",
-            "messages",
-        ) from None
+            rewritten = True
+    return results, (dumps(doc) if rewritten else raw)
 
 
 def refusal_summary(dropped: list[Adjudication]) -> str:

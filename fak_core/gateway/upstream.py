@@ -24,6 +24,8 @@ import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from fak_core.jsondepth import JsonTooDeep, loads
+
 __all__ = [
     "ANTHROPIC_VERSION",
     "WIRES",
@@ -284,7 +286,9 @@ class Upstream:
         if resp.status_code >= 400:
             raise _status_error(resp.status_code, content)
         try:
-            doc = orjson.loads(content)
+            doc = loads(content, what="upstream response")
+        except JsonTooDeep as exc:
+            raise UpstreamError(502, f"the {exc}", "upstream_malformed") from None
         except orjson.JSONDecodeError as exc:
             raise UpstreamError(
                 502, f"upstream returned a body that is not JSON: {exc}", "upstream_malformed"

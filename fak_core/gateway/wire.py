@@ -14,6 +14,7 @@ import orjson
 
 from fak_core.calls import ToolCall
 from fak_core.gateway.state import BLANK, GatewayState, WireError
+from fak_core.jsondepth import MAX_JSON_DEPTH, JsonTooDeep, loads
 from fak_core.verdicts import frozen_meta
 
 __all__ = ["CallRequest", "decode_body", "parse_admit", "parse_call", "parse_trace_id"]
@@ -47,13 +48,13 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise WireError('empty request body: send a JSON object such as {"tool": "name"}')
     try:
-        doc = orjson.loads(raw)
+        doc = loads(raw)
+    except JsonTooDeep:
+        raise WireError(
+            f"malformed request body: it nests deeper than {MAX_JSON_DEPTH} levels; send a "
+            "JSON object whose arguments nest no deeper than 64 levels"
+        ) from None
     except orjson.JSONDecodeError as exc:
-        if "depth limit" in str(exc):
-            raise WireError(
-                "malformed request body: it nests deeper than 1024 levels; send a JSON "
-                "object whose arguments nest no deeper than 64 levels"
-            ) from None
         raise WireError(
             f"malformed request body: not valid JSON ({exc}); send a JSON object"
         ) from None

@@ -26,6 +26,7 @@ from fak_core.gateway.carriers import (
     OPENAI_ROLES,
     OPENAI_TOOL_CALLS,
 )
+from fak_core.jsondepth import MAX_JSON_DEPTH
 
 from . import sdk_unions as sdk
 from .inprocess import in_process_gateway
@@ -441,11 +442,12 @@ def test_a_role_or_type_that_is_not_a_string_is_a_400(value: Any) -> None:
     assert _UPSTREAM.requests == []
 
 
-@pytest.mark.parametrize("depth", [300, 900])
+@pytest.mark.parametrize("depth", [100, 300, 900])
 @pytest.mark.parametrize("kind", ["tool_result", "web_fetch_tool_result"])
-def test_tool_output_nested_past_orjson_is_still_screened(kind: str, depth: int) -> None:
-    """orjson writes 254 levels at most: deeper tool output is screened all the same (its
-    secret quarantined), and the rewritten body still goes upstream, never a 500."""
+def test_deep_tool_output_is_screened_or_refused_never_a_500(kind: str, depth: int) -> None:
+    """Deep tool output within the gateway's JSON depth limit is screened (its secret
+    quarantined) and the rewritten body goes upstream; deeper output (orjson writes 254
+    levels at most) is refused with a 400 naming the limit and never goes upstream."""
     deep = "[" * depth + '"AKIAIOSFODNN7EXAMPLE"' + "]" * depth
     body = (
         '{"model":"m","max_tokens":8,"messages":[{"role":"user","content":'
@@ -460,6 +462,11 @@ def test_tool_output_nested_past_orjson_is_still_screened(kind: str, depth: int)
 
     _UPSTREAM.reset(Script(text="ok"))
     r = asyncio.run(turn())
+    if depth + 5 > MAX_JSON_DEPTH:
+        assert r.status_code == 400, r.text[:300]
+        assert f"deeper than {MAX_JSON_DEPTH} levels" in r.text
+        assert _UPSTREAM.requests == []
+        return
     assert r.status_code == 200, r.text[:300]
     assert _STATE.kernel.taint(trace).label == "quarantined"
     assert b"AKIAIOSFODNN7EXAMPLE" not in _UPSTREAM.requests[-1].body

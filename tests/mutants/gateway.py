@@ -314,6 +314,56 @@ def prefix_on_aggregated_name() -> Any:
 
     return both()
 
+
+# ---------------------------------------------------------------- D10.7 JSON depth
+_jsondepth = importlib.import_module("fak_core.jsondepth")
+_DUMPS_USERS = (
+    "fak_core.kernel",
+    "fak_core.gateway.state",
+    "fak_core.gateway.native",
+    "fak_core.gateway.proxy_io",
+    "fak_core.gateway.turn",
+    "fak_core.gateway.app",
+    "fak_core.gateway.carriers",
+)
+
+
+def _no_check(raw: Any, limit: int = 0, what: str = "") -> None:
+    return None
+
+
+@contextlib.contextmanager
+def _bare_writers() -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for name in _DUMPS_USERS:
+            mod = importlib.import_module(name)
+            stack.enter_context(mock.patch.object(mod, "dumps", orjson.dumps))
+        stack.enter_context(mock.patch.object(_jsondepth, "dumps", orjson.dumps))
+        yield
+
+
+@contextlib.contextmanager
+def _no_read_limit() -> Iterator[None]:
+    server = importlib.import_module("fak_core.gateway.mcp_server")
+    with (
+        mock.patch.object(_jsondepth, "check_depth", _no_check),
+        mock.patch.object(server, "check_depth", _no_check),
+    ):
+        yield
+
+
+@mutant("D10.7/writer-without-depth-guard")
+def writer_without_depth_guard() -> Any:
+    """Readers take all orjson reads (1024 levels), writers are bare orjson (254)."""
+
+    @contextlib.contextmanager
+    def both() -> Iterator[None]:
+        with _no_read_limit(), _bare_writers():
+            yield
+
+    return both()
+
+
 # ------------------------------------------------------------------------------- D12
 @mutant("D12/sequential-ids")
 def sequential_ids() -> Any:
@@ -371,3 +421,15 @@ def credential_forwarded() -> Any:
         return out
 
     return mock.patch.object(Upstream, "headers", headers)
+
+
+@mutant("D10.7/no-read-limit")
+def no_read_limit() -> Any:
+    """Bodies are not checked against the gateway's depth limit."""
+    return _no_read_limit()
+
+
+@mutant("D10.7/bare-orjson-writer")
+def bare_orjson_writer() -> Any:
+    """The response writers are bare orjson (the read limit stays)."""
+    return _bare_writers()

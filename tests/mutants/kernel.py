@@ -369,10 +369,10 @@ def held_count_only() -> Any:
 
     real = HeldStore.hold
 
-    def hold(self: HeldStore, payload: str, key: str | None = None) -> str:
+    def hold(self: HeldStore, payload: str, key: str | None = None, **kw: Any) -> str:
         saved, self.max_bytes = self.max_bytes, 1 << 62
         try:
-            return real(self, payload, key)
+            return real(self, payload, key, **kw)
         finally:
             self.max_bytes = saved
 
@@ -468,3 +468,38 @@ def inline_counts_characters() -> Any:
     from tests.mutants.sourcepatch import edited
 
     return edited(GatewayState._inline, ("args_nbytes(call.args)", "len(call.args)"))
+
+# ---------------------------------------------------------------- C4.5 result screen
+_admission = importlib.import_module("fak_core.admission")
+
+
+@mutant("C4.5/text-prefix-stubs")
+def text_prefix_stubs() -> Any:
+    """Take any result whose text starts like a stub for the kernel's own (the old is_stub)."""
+
+    def is_minted(self: Any, text: str) -> bool:
+        return text.startswith(('{"_quarantined":true', '{"_paged":true'))
+
+    return mock.patch.object(_admission.ResultScreen, "is_minted", is_minted)
+
+
+@mutant("C4.5/no-stub-registry")
+def no_stub_registry() -> Any:
+    """The screen never recognises its own stubs: every re-admitted stub is screened."""
+
+    def is_minted(self: Any, text: str) -> bool:
+        return False
+
+    return mock.patch.object(_admission.ResultScreen, "is_minted", is_minted)
+
+
+@mutant("C4.5/raw-markers")
+def raw_markers() -> Any:
+    """Match injection markers on the lower-cased raw text, without normalisation."""
+    return mock.patch.object(_admission, "_views", lambda text: (text.lower(),))
+
+
+@mutant("C4.5/raw-secrets")
+def raw_secrets() -> Any:
+    """Search secret shapes in the raw text only."""
+    return mock.patch.object(_admission, "_stripped", lambda text: text)
