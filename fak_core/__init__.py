@@ -19,6 +19,7 @@ from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
+from fak_core.hosts import Host, HostDenyList, HostError, canonical_host, destination_hosts
 from fak_core.journal import Journal, JournalError, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
 from fak_core.kernel import FLOOR_RANK, PREFLIGHT_RANK, SCREEN_RANK, SINK_GATE_RANK, Kernel
@@ -73,6 +74,9 @@ __all__ = [
     "Event",
     "EventKind",
     "HeldStore",
+    "Host",
+    "HostDenyList",
+    "HostError",
     "InvalidSchemaError",
     "Journal",
     "JournalError",
@@ -108,9 +112,11 @@ __all__ = [
     "WitnessPayload",
     "WitnessResolver",
     "__version__",
+    "canonical_host",
     "classify",
     "compile_schema",
     "default_policy",
+    "destination_hosts",
     "dump_policy",
     "fold",
     "fold_results",

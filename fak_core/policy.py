@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fak_core.hosts import HostDenyList, HostError
 from fak_core.ratelimit import KEYS as RATE_KEYS
 from fak_core.ratelimit import RateLimit
 from fak_core.reasons import Reason, ReasonRegistry
@@ -239,10 +240,20 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
         authorize=tuple(authorize),
         sources=sources,
         arg_rules=tuple(rules),
-        deny_hosts=_str_list(doc, "deny_hosts"),
+        deny_hosts=_deny_hosts(doc),
         schemas=json.loads(json.dumps(schemas)),
         rate_limit=rate_limit,
     )
+
+
+def _deny_hosts(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    # each entry must read as a host name, an IP address or a CIDR network (fak_core.hosts)
+    hosts = _str_list(doc, "deny_hosts")
+    try:
+        HostDenyList(hosts)
+    except HostError as exc:
+        raise _fail("deny_hosts", str(exc)) from None
+    return hosts
 
 
 def _rate_limit(raw: Any) -> RateLimit | None:
