@@ -41,6 +41,7 @@ __all__ = [
     "HostError",
     "canonical_host",
     "destination_hosts",
+    "names_network_host",
     "url_host",
 ]
 
@@ -212,6 +213,46 @@ def destination_hosts(value: str) -> tuple[Host, ...]:
     if ip is not None:
         found.append(_of_address(ip))
     return tuple(found)
+
+
+def names_network_host(value: str, bare: bool = True) -> bool:
+    """Whether the whole of ``value`` names a network host (sink classification).
+
+    True for a URL with a host in the WHATWG or the RFC 3986 reading (a URL-shaped value
+    the parser refuses counts too: it is hostile) and, with ``bare``, for an authority
+    with no scheme whose canonical host is a dotted name ending in an alphabetic label,
+    an IPv6 address, or an IPv4 address written in four parts (in any radix): ``3.14``,
+    ``1.2.3`` and ``2852039166`` alone are numbers, not destinations.
+    """
+    v = value.strip(_TRIM)
+    if not v:
+        return False
+    shaped = _url_shaped(v)
+    if len(v) > MAX_DESTINATION_CHARS:
+        return shaped
+    if shaped:
+        try:
+            host = url_host(v)
+        except HostError:
+            return True
+        if host is not None and host.name:
+            return True
+        if "://" in v:
+            rfc = _rfc3986_host(v)
+            if rfc is not None and rfc.name:
+                return True
+    if not bare:
+        return False
+    ip = _ip_literal(v)
+    if ip is not None:
+        return ip.version == 6 or v.count(".") >= 3
+    host = _whatwg_host(v)
+    if host is None:
+        return False
+    if host.address is not None:
+        return host.address.version == 6 or v.count(".") >= 3
+    label = host.name.rpartition(".")[2]
+    return "." in host.name and len(label) >= 2 and label.isalpha()
 
 
 class HostDenyList:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
+from fak_core.hosts import names_network_host
 from fak_core.ledger import TaintLedger
 from fak_core.nonblocking import nonblocking
 from fak_core.policy import Policy
@@ -141,10 +142,8 @@ _FILE_SUFFIXES = frozenset(
         "diff",
     }
 )
-_URL = re.compile(r"^[a-z][a-z0-9+.\-]*://\S+$", re.I)
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _HOST = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,63}\.?(?::\d+)?(?:/\S*)?$", re.I)
-_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\S*)?$")
 
 
 def looks_external(value: str, keyed: bool) -> bool:
@@ -158,23 +157,19 @@ def looks_external(value: str, keyed: bool) -> bool:
         return False
     if keyed:
         return not v.replace("_", "").replace("-", "").isalnum() or v.isdigit()
-    if " " in v or "\n" in v or not ("." in v or "@" in v or ":" in v):
+    if " " in v or not ("." in v or "@" in v or ":" in v or not v.isascii()):
         return False
     if _HOST.match(v) and v.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES and "/" not in v:
         return False
-    return bool(
-        _URL.match(v)
-        or _EMAIL.match(v)
-        or _IPV4.match(v)
-        or "xn--" in v.lower()
-        or (_HOST.match(v) and not v.replace(".", "").isdigit())
-    )
+    # URLs, IP addresses and host names are read by the kernel's one host canonicaliser
+    return bool(names_network_host(v) or _EMAIL.match(v) or "xn--" in v.lower())
 
 
 def _is_destination(value: str, key: str) -> bool:
     low = key.lower()
     if low in _PATH_KEYS:
-        return "://" in value and not value.lower().startswith("file://")
+        url = value.lstrip().lower()
+        return not url.startswith("file:") and names_network_host(value, bare=False)
     return looks_external(value, key in _DEST_KEYS or low in _DEST_KEYS)
 
 
