@@ -162,7 +162,7 @@ def looks_external(value: str, keyed: bool) -> bool:
     if _HOST.match(v) and v.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES and "/" not in v:
         return False
     # URLs, IP addresses and host names are read by the kernel's one host canonicaliser
-    return bool(names_network_host(v) or _EMAIL.match(v) or "xn--" in v.lower())
+    return bool(_EMAIL.match(v) or "xn--" in v.lower() or names_network_host(v))
 
 
 def _is_destination(value: str, key: str) -> bool:

@@ -206,7 +206,8 @@ def url_of(draw: st.DrawFn, host: str, v6: bool, *, hostile: bool) -> str:
     ``hostile``, also the WHATWG backslash-authority and RFC 3986 readings."""
     special = draw(st.booleans())
     scheme = _random_case(draw, draw(st.sampled_from(SPECIAL if special else OPAQUE)))
-    authority = f"[{host}]" if v6 else host
+    zone = draw(st.sampled_from(["", "%25eth0", "%eth0"])) if hostile and v6 else ""
+    authority = f"[{host}{zone}]" if v6 else host  # WHATWG refuses a zone id; curl takes it
     if not v6 and draw(st.booleans()):
         authority = _percent(draw, authority)
     if special and not v6:
