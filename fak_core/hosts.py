@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from socket import inet_aton
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from ada_url import URL, HostType, SchemeType
+from ada_url import HostType, SchemeType
+from ada_url._ada_wrapper import ffi, lib  # the C binding ada_url.URL itself calls
 
 __all__ = [
     "MAX_DESTINATION_CHARS",
@@ -56,14 +57,14 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _TRIM = "".join(chr(c) for c in range(0x21))
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
 _HEX_PREFIXES = ("0x", "0X")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF:")
 
 
 class HostError(ValueError):
     """A host, URL or deny-list entry that cannot be read; the message says which and why."""
 
 
-@dataclass(frozen=True, slots=True)
-class Host:
+class Host(NamedTuple):
     """A canonical host: ``name`` is lower-case ASCII without trailing dots, or the
     compressed text of ``address``; ``carried`` is the IPv4 address an IPv6 one embeds."""
 
@@ -96,7 +97,9 @@ def _of_address(ip: IPAddress) -> Host:
 
 def _ip_literal(text: str) -> IPAddress | None:
     t = text[1:-1] if text.startswith("[") and text.endswith("]") else text
-    if ":" not in t and not t[-1:].isdigit():
+    if ":" not in t and t.count(".") != 3:  # ipaddress reads only dotted quads and IPv6
+        return None
+    if t[:1] not in _HEX_DIGITS or "/" in t:  # cheap refusals before ipaddress raises
         return None
     try:
         return ipaddress.ip_address(t)  # IPv6 zone ids ("%eth0") are accepted here
@@ -104,13 +107,36 @@ def _ip_literal(text: str) -> IPAddress | None:
         return None
 
 
+_IPV4, _IPV6 = int(HostType.IPV4), int(HostType.IPV6)
+_NOT_SPECIAL = int(SchemeType.NOT_SPECIAL)
+
+
+def _parse(url: str) -> tuple[str, int, int] | None:
+    """WHATWG-parse ``url`` with ada: (hostname, host type, scheme type), or None when the
+    parser refuses it. The package's own C binding, called directly: its ``URL`` class
+    costs four times as much per attribute read."""
+    try:
+        raw = url.encode()
+    except UnicodeEncodeError:  # a lone surrogate: no parser accepts it
+        return None
+    obj = lib.ada_parse(raw, len(raw))
+    try:
+        if not lib.ada_is_valid(obj):
+            return None
+        h = lib.ada_get_hostname(obj)
+        hostname = ffi.unpack(h.data, h.length).decode() if h.length else ""
+        return hostname, int(lib.ada_get_host_type(obj)), int(lib.ada_get_scheme_type(obj))
+    finally:
+        lib.ada_free(obj)
+
+
 def _from_ada(hostname: str, host_type: int) -> Host | None:
     if not hostname:
         return None
-    if host_type == HostType.IPV6:
+    if host_type == _IPV6:
         return _of_address(ipaddress.IPv6Address(hostname[1:-1]))
-    if host_type == HostType.IPV4:
-        return _of_address(ipaddress.IPv4Address(hostname))
+    if host_type == _IPV4:  # ada gives the dotted quad; inet_aton reads it in C
+        return Host(hostname, ipaddress.IPv4Address(int.from_bytes(inet_aton(hostname))))
     name = hostname.rstrip(".")
     if name != hostname and name:
         # "1.2.3.4.." is a domain to WHATWG; without its dots it is an address again
@@ -120,11 +146,8 @@ def _from_ada(hostname: str, host_type: int) -> Host | None:
 
 def _whatwg_host(text: str) -> Host | None:
     """``text`` as a WHATWG special-scheme host, or None when the parser refuses it."""
-    try:
-        u = URL("http://" + text + "/")
-    except ValueError:
-        return None
-    return _from_ada(u.hostname, u.host_type)
+    parsed = _parse("http://" + text + "/")
+    return None if parsed is None else _from_ada(parsed[0], parsed[1])
 
 
 def canonical_host(text: str) -> Host:
@@ -160,12 +183,11 @@ def url_host(url: str) -> Host | None:
     """
     if len(url) > MAX_DESTINATION_CHARS:
         raise HostError(f"URL over {MAX_DESTINATION_CHARS} chars")
-    try:
-        u = URL(url)
-    except ValueError:
-        raise HostError(f"the WHATWG URL parser refuses {url[:80]!r}") from None
-    hostname, host_type = u.hostname, u.host_type
-    if host_type == HostType.DEFAULT and hostname and u.scheme_type == SchemeType.NOT_SPECIAL:
+    parsed = _parse(url)
+    if parsed is None:
+        raise HostError(f"the WHATWG URL parser refuses {url[:80]!r}")
+    hostname, host_type, scheme_type = parsed
+    if scheme_type == _NOT_SPECIAL and hostname and host_type not in (_IPV4, _IPV6):
         return _whatwg_host(hostname) or Host(hostname.lower().rstrip("."))
     return _from_ada(hostname, host_type)
 
@@ -203,12 +225,16 @@ def destination_hosts(value: str) -> tuple[Host, ...]:
         host = url_host(v)
         if host is not None:
             found.append(host)
-    host = _whatwg_host(v)
-    if host is not None:
-        found.append(host)
-    host = _rfc3986_host(v)
-    if host is not None:
-        found.append(host)
+    if not found:  # no URL host: the bare reading (host:port, user@host, mailto:user@host)
+        host = _whatwg_host(v)
+        if host is not None:
+            found.append(host)
+    if not found or "\\" in v:
+        # RFC 3986 reads an authority differently from WHATWG only at a backslash (or where
+        # WHATWG refused the bare reading): "http://a\\@b/" is a to WHATWG, b to urllib
+        host = _rfc3986_host(v)
+        if host is not None:
+            found.append(host)
     ip = _ip_literal(v)
     if ip is not None:
         found.append(_of_address(ip))

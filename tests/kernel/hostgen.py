@@ -173,13 +173,14 @@ def ordinary_target(draw: st.DrawFn) -> tuple[Target, str, bool]:
         value = draw(st.integers(0x01000000, 0xDFFFFFFF))
         address: Any = ipaddress.IPv4Address(value)
     else:
-        value = draw(st.integers(0x2001 << 112, (0x2400 << 112) - 1))
+        # global unicast outside 6to4 (2002::/16), which carries an IPv4 address
+        value = draw(st.integers(0x2400 << 112, (0x2C00 << 112) - 1))
         address = ipaddress.IPv6Address(value)
     if any(address.version == n.version and address in n for n in denied):
         address = ipaddress.ip_address("93.184.216.34" if kind == "v4" else "2606:4700::1")
         value = int(address)
     text = draw(ipv4_text(value)) if kind == "v4" else draw(ipv6_text(value))
-    return Target(str(address)), text, kind == "v6"
+    return Target(str(address), v6=kind == "v6"), text, kind == "v6"
 
 
 def _percent(draw: st.DrawFn, host: str) -> str:
