@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -57,23 +58,28 @@ def encodings(draw: st.DrawFn, target: Any, *, hostile: bool) -> list[str]:
     return [draw(url_of(host, v6, hostile=hostile)), draw(bare_of(host, v6))]
 
 
+def _decided(
+    data: Any, targets: list[Any], hostile: bool
+) -> Iterator[tuple[Any, str, tuple[str, str, str]]]:
+    """Each target's encodings, nested in arguments and decided by the kernel."""
+    for target in targets:
+        for value in data.draw(encodings(target, hostile=hostile), label="encodings"):
+            yield target[0], value, _decide(KERNEL, data.draw(nested(value), label="args"))
+
+
 @pytest.mark.fak_theorem("D2.4")
 @given(st.lists(denied_target(), min_size=4, max_size=4), st.data())
 def test_a_denied_host_is_refused_in_every_encoding(targets: list[Any], data: Any) -> None:
-    for target in targets:
-        for value in data.draw(encodings(target, hostile=True), label="encodings"):
-            kind, reason, claim = _decide(KERNEL, data.draw(nested(value), label="args"))
-            assert (kind, reason) == ("DENY", "EGRESS_BLOCK"), (value, claim)
-            assert target[0].text in claim or claim.startswith("refused destination"), claim
+    for target, value, (kind, reason, claim) in _decided(data, targets, hostile=True):
+        assert (kind, reason) == ("DENY", "EGRESS_BLOCK"), (value, claim)
+        assert target.text in claim or claim.startswith("refused destination"), claim
 
 
 @pytest.mark.fak_theorem("D2.4")
 @given(st.lists(ordinary_target(), min_size=3, max_size=3), st.data())
 def test_ordinary_hosts_are_not_refused(targets: list[Any], data: Any) -> None:
-    for target in targets:
-        for value in data.draw(encodings(target, hostile=False), label="encodings"):
-            kind, _, claim = _decide(KERNEL, data.draw(nested(value), label="args"))
-            assert kind == "ALLOW", (value, claim)
+    for _, value, (kind, _, claim) in _decided(data, targets, hostile=False):
+        assert kind == "ALLOW", (value, claim)
 
 
 def _ada_oracle(url: str) -> str:

@@ -70,9 +70,7 @@ def no_ipv4_numbers() -> Any:
 @mutant("D2.4/refused-skipped")
 def refused_skipped() -> Any:
     """A URL the parser refuses is skipped (fails open) instead of refused."""
-    return edited(
-        HostDenyList.check, ('return f"refused destination: {exc}"', "return None")
-    )
+    return edited(HostDenyList.check, ('return f"refused destination: {exc}"', "return None"))
 
 
 @mutant("D2.4/screen-ignores-numbers")
@@ -81,7 +79,7 @@ def screen_ignores_numbers() -> Any:
     return edited(
         HostDenyList._plain,
         ("if s.isdigit() or s[:2] in _HEX_PREFIXES:", "if False:"),
-        ("if not last or last.isdigit() or last.startswith(\"0x\"):", "if not last:"),
+        ('if not last or last.isdigit() or last.startswith("0x"):', "if not last:"),
     )
 
 
