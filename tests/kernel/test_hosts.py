@@ -1,4 +1,4 @@
-"""Denied hosts are refused in every encoding (D2.4): the floor reads every string
+"""Denied hosts are refused in every encoding (D2.7): the floor reads every string
 argument with one host canonicaliser (``fak_core.hosts``)."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _decided(
             yield target[0], value, _decide(KERNEL, data.draw(nested(value), label="args"))
 
 
-@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.fak_theorem("D2.7")
 @given(st.lists(denied_target(), min_size=4, max_size=4), st.data())
 def test_a_denied_host_is_refused_in_every_encoding(targets: list[Any], data: Any) -> None:
     for target, value, (kind, reason, claim) in _decided(data, targets, hostile=True):
@@ -75,7 +75,7 @@ def test_a_denied_host_is_refused_in_every_encoding(targets: list[Any], data: An
         assert target.text in claim or claim.startswith("refused destination"), claim
 
 
-@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.fak_theorem("D2.7")
 @given(st.lists(ordinary_target(), min_size=3, max_size=3), st.data())
 def test_ordinary_hosts_are_not_refused(targets: list[Any], data: Any) -> None:
     for _, value, (kind, _, claim) in _decided(data, targets, hostile=False):
@@ -91,7 +91,7 @@ def _ada_oracle(url: str) -> str:
         return hostname.rstrip(".")
 
 
-@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.fak_theorem("D2.7")
 @given(st.lists(denied_target() | ordinary_target(), min_size=4, max_size=4), st.data())
 def test_the_canonical_host_is_the_generated_one_and_ada_agrees(
     targets: list[Any], data: Any
@@ -113,7 +113,7 @@ _PIECES = [*"0123456789abcdefxABCDEFX.-_:/@%[]\\ \t", "evil.example", "LOCALHOST
 _HOSTISH = st.lists(st.sampled_from(_PIECES), max_size=16).map("".join)
 
 
-@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.fak_theorem("D2.7")
 @given(st.lists(_HOSTISH, min_size=8, max_size=8))
 def test_the_quick_screen_agrees_with_the_full_reading(values: list[str]) -> None:
     deny = HostDenyList(DENY_ENTRIES)
@@ -169,7 +169,7 @@ ATTACKS = [
 ]
 
 
-@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.fak_theorem("D2.7")
 @pytest.mark.parametrize("value", ATTACKS)
 def test_the_reported_encodings_are_denied(value: str) -> None:
     kernel = Kernel(default_policy())
@@ -178,7 +178,7 @@ def test_the_reported_encodings_are_denied(value: str) -> None:
         assert (kind, reason) == ("DENY", "EGRESS_BLOCK"), (value, claim)
 
 
-@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.fak_theorem("D2.7")
 def test_a_url_the_parser_refuses_is_refused_by_name() -> None:
     kind, reason, claim = _decide(KERNEL, {"u": "http://exa mple.com/"})
     assert (kind, reason) == ("DENY", "EGRESS_BLOCK")

@@ -1,4 +1,4 @@
-"""Mutants for D2.4 (a denied host is refused in every encoding) and for the host half of
+"""Mutants for D2.7 (a denied host is refused in every encoding) and for the host half of
 C4.3 (a destination in any encoding makes a call EGRESS): each puts back one way the host
 checks were, or could plausibly be, wrong."""
 
@@ -40,19 +40,19 @@ def _naive_hosts(value: str) -> tuple[Host, ...]:
     return (Host(str(ip), ip),)
 
 
-@mutant("D2.4/naive-urllib")
+@mutant("D2.7/naive-urllib")
 def naive_urllib() -> Any:
     """The original bug: hosts read with urllib.parse and string splitting."""
     return mock.patch.object(_hosts, "destination_hosts", _naive_hosts)
 
 
-@mutant("D2.4/trailing-dot-kept")
+@mutant("D2.7/trailing-dot-kept")
 def trailing_dot_kept() -> Any:
     """A WHATWG host keeps its trailing dots, so ``evil.example.`` is another name."""
     return edited(_hosts._from_ada, ('name = hostname.rstrip(".")', "name = hostname"))
 
 
-@mutant("D2.4/no-ipv4-numbers")
+@mutant("D2.7/no-ipv4-numbers")
 def no_ipv4_numbers() -> Any:
     """A bare or opaque host is an address only in strict dotted-quad or IPv6 text: no
     decimal, hex, octal or short IPv4 forms."""
@@ -67,13 +67,13 @@ def no_ipv4_numbers() -> Any:
     return mock.patch.object(_hosts, "_whatwg_host", whatwg_host)
 
 
-@mutant("D2.4/refused-skipped")
+@mutant("D2.7/refused-skipped")
 def refused_skipped() -> Any:
     """A URL the parser refuses is skipped (fails open) instead of refused."""
     return edited(HostDenyList.check, ('return f"refused destination: {exc}"', "return None"))
 
 
-@mutant("D2.4/screen-ignores-numbers")
+@mutant("D2.7/screen-ignores-numbers")
 def screen_ignores_numbers() -> Any:
     """The quick screen passes a word whose last label is a number (``2852039166``)."""
     return edited(
