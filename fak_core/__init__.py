@@ -19,6 +19,7 @@ from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
+from fak_core.hosts import Host, HostDenyList, HostError, canonical_host, destination_hosts
 from fak_core.journal import Journal, JournalError, request_scope, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
 from fak_core.kernel import (
@@ -81,6 +82,9 @@ __all__ = [
     "Event",
     "EventKind",
     "HeldStore",
+    "Host",
+    "HostDenyList",
+    "HostError",
     "InvalidSchemaError",
     "Journal",
     "JournalError",
@@ -118,9 +122,11 @@ __all__ = [
     "WitnessPayload",
     "WitnessResolver",
     "__version__",
+    "canonical_host",
     "classify",
     "compile_schema",
     "default_policy",
+    "destination_hosts",
     "dump_policy",
     "fold",
     "fold_results",

@@ -1,28 +1,27 @@
 """The capability floor: the rank-100 monitor that allows only what the policy allows.
 
 Order of checks: the deny map; unparseable arguments; self-modification (a write-shaped
-tool aimed at a protected path); per-argument rules; denied egress hosts; then, for an
+tool aimed at a protected path); per-argument rules; denied egress hosts (every string
+argument, read by ``fak_core.hosts`` in canonical form); then, for an
 allowed tool, redaction (TRANSFORM) or ALLOW; everything else is DEFAULT_DENY. Under the
 opt-in posture ``admit_and_log`` a default deny becomes an ALLOW that records it.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import posixpath
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
 from fak_core.globmatch import compile_glob
+from fak_core.hosts import HostDenyList
 from fak_core.nonblocking import nonblocking
 from fak_core.policy import ArgRule, Policy
 from fak_core.reasons import Reason, ReasonRegistry
 from fak_core.redact import Redactor
 from fak_core.selfmodify import PathGuard, glob_pattern
-from fak_core.sinks import external_destinations
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
@@ -80,25 +79,6 @@ def glob_matches(path: str, glob: str, anchored: bool = False) -> bool:
     return compile_glob(glob_pattern(glob)).run(p, anchored)[0]
 
 
-def _host_of(dest: str) -> str:
-    d = dest.strip()
-    if "://" in d:
-        return (urlsplit(d).hostname or "").lower()
-    if "@" in d:
-        return d.rsplit("@", 1)[1].lower()
-    host = d.split("/", 1)[0]
-    if host.startswith("["):
-        return host[1:].split("]", 1)[0].lower()
-    return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
-
-
-def _link_local(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_link_local
-    except ValueError:
-        return False
-
-
 @nonblocking
 class CapabilityFloor:
     """The default-deny monitor over one :class:`Policy`."""
@@ -128,11 +108,8 @@ class CapabilityFloor:
         self._guard = PathGuard(self._globs)
         self._redact = Redactor(policy.redact_fields)
         self._redacts = bool(policy.redact_fields)
-        self._deny_hosts = frozenset(h.lower() for h in policy.deny_hosts)
-        # A cheap screen over the raw text before walking the arguments: a denied or
-        # link-local host can only be named if one of these appears (JSON escapes and
-        # percent-encoding send the call down the full walk too).
-        self._host_markers = ("\\u", "%", "169.254", "fe80", "[", *sorted(self._deny_hosts))
+        # every string in the arguments is read as a URL and as a host (fak_core.hosts)
+        self._hosts = HostDenyList(policy.deny_hosts) if policy.deny_hosts else None
         rules: dict[str, list[tuple[ArgRule, Any, int]]] = {}
         for r in policy.arg_rules:
             compiled = re.compile(r.deny_regex) if r.deny_regex is not None else None
@@ -160,13 +137,10 @@ class CapabilityFloor:
                 v = self._arg_rules(rules, args)
                 if v is not None:
                     return v
-        if self._deny_hosts and self._screen(view.call.args):
-            for dest in external_destinations(args):
-                host = _host_of(dest)
-                if host in self._deny_hosts or _link_local(host):
-                    return Verdict.deny(
-                        Reason.EGRESS_BLOCK, BY, claim=f"egress to {host} is denied"
-                    )
+        if self._hosts is not None:
+            why = self._hosts.refusal(args)
+            if why is not None:
+                return Verdict.deny(Reason.EGRESS_BLOCK, BY, claim=why)
         if tool in self._allow or prefix_allows(self._prefixes, tool, self.separator):
             if self._redacts and self._redact.names_redacted(args):
                 kept, dropped = self._redact.redact(args)
@@ -189,13 +163,6 @@ class CapabilityFloor:
                 memo.clear()
             hit = memo[tool] = is_write_shaped(tool)
         return hit
-
-    def _screen(self, raw: str | bytes) -> bool:
-        text = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).lower()
-        for marker in self._host_markers:  # noqa: SIM110 - a plain loop beats any() here
-            if marker in text:
-                return True
-        return False
 
     def _self_modify(self, args: dict[str, Any], raw: str | bytes | None = None) -> Verdict | None:
         """DENY/SELF_MODIFY when a key or string at any depth names a protected path

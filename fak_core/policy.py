@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fak_core.admission import ScreenConfig, ToolScreen
+from fak_core.hosts import HostDenyList, HostError
 from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
 from fak_core.ratelimit import KEYS as RATE_KEYS
 from fak_core.ratelimit import RateLimit
@@ -243,7 +244,7 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
         authorize=tuple(authorize),
         sources=sources,
         arg_rules=tuple(rules),
-        deny_hosts=_str_list(doc, "deny_hosts"),
+        deny_hosts=_deny_hosts(doc),
         schemas=json.loads(json.dumps(schemas)),
         rate_limit=rate_limit,
         screen=screen,
@@ -322,6 +323,16 @@ def _screen_to_dict(screen: ScreenConfig) -> dict[str, Any]:
     if tools:
         out["tools"] = tools
     return out
+
+
+def _deny_hosts(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    # each entry must read as a host name, an IP address or a CIDR network (fak_core.hosts)
+    hosts = _str_list(doc, "deny_hosts")
+    try:
+        HostDenyList(hosts)
+    except HostError as exc:
+        raise _fail("deny_hosts", str(exc)) from None
+    return hosts
 
 
 def _rate_limit(raw: Any) -> RateLimit | None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
+from fak_core.hosts import names_network_host
 from fak_core.ledger import TaintLedger
 from fak_core.nonblocking import nonblocking
 from fak_core.policy import Policy
@@ -144,16 +145,14 @@ _FILE_SUFFIXES = frozenset(
 # These run on attacker text, so none of them may backtrack: every repeat is possessive
 # (``*+``, ``++``, ``?+``), which leaves each one what it would match with backtracking
 # (a repeat's class never holds the character that ends it), and each is anchored, so
-# one attempt per string: linear. tests/kernel/test_linear.py compares every pattern with
+# one attempt per string: linear. tests/kernel/test_guards.py compares every pattern with
 # its backtracking original on generated strings.
-_URL = re.compile(r"^[a-z][a-z0-9+.\-]*+://\S++$", re.I)
 # local@domain, the domain holding a dot that is neither its first nor its last character
 _EMAIL = re.compile(r"^[^@\s]++@[^@\s][^@\s.]*+\.[^@\s]++$")
 # a label is taken only when another label follows its dot, so the last one is the TLD
 _HOST = re.compile(
     r"^(?:[a-z0-9-]++\.(?=[a-z0-9-]))++[a-z]{2,63}+\.?+(?::\d++)?+(?:/\S*+)?+$", re.I
 )
-_IPV4 = re.compile(r"^\d{1,3}+(?:\.\d{1,3}+){3}+(?::\d++)?+(?:/\S*+)?+$")
 
 
 def looks_external(value: str, keyed: bool) -> bool:
@@ -167,23 +166,19 @@ def looks_external(value: str, keyed: bool) -> bool:
         return False
     if keyed:
         return not v.replace("_", "").replace("-", "").isalnum() or v.isdigit()
-    if " " in v or "\n" in v or not ("." in v or "@" in v or ":" in v):
+    if " " in v or not ("." in v or "@" in v or ":" in v or not v.isascii()):
         return False
     if _HOST.match(v) and v.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES and "/" not in v:
         return False
-    return bool(
-        _URL.match(v)
-        or _EMAIL.match(v)
-        or _IPV4.match(v)
-        or "xn--" in v.lower()
-        or (_HOST.match(v) and not v.replace(".", "").isdigit())
-    )
+    # URLs, IP addresses and host names are read by the kernel's one host canonicaliser
+    return bool(_EMAIL.match(v) or "xn--" in v.lower() or names_network_host(v))
 
 
 def _is_destination(value: str, key: str) -> bool:
     low = key.lower()
     if low in _PATH_KEYS:
-        return "://" in value and not value.lower().startswith("file://")
+        url = value.lstrip().lower()
+        return not url.startswith("file:") and names_network_host(value, bare=False)
     return looks_external(value, key in _DEST_KEYS or low in _DEST_KEYS)
 
 

@@ -55,7 +55,8 @@ def _openai(stream: bool) -> tuple[str, Callable[[str], str], int]:
         "/v1/chat/completions",
         lambda n: (
             '{"model":"m",' + s + '"messages":[{"role":"user","content":"hi"},'
-            '{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"t","v":' + n + "}]}]}"
+            '{"role":"tool","tool_call_id":"c","content":'
+            '[{"type":"text","text":"t","v":' + n + "}]}]}"
         ),
         5,
     )

@@ -158,6 +158,8 @@ def test_unknown_reason_names_are_rejected() -> None:
         ('{"arg_rules": [{"tool": "x", "arg": "p", "max_bytes": -1}]}', "max_bytes"),
         ('{"arg_rules": [{"tool": "x", "arg": "p", "max_bytes": 1, "colour": 1}]}', "colour"),
         ('{"schemas": {"t": {"type": "nope"}}}', "schemas.t"),
+        ('{"deny_hosts": ["exa mple.com"]}', "deny_hosts entry 'exa mple.com'"),
+        ('{"deny_hosts": ["10.0.0.0/33"]}', "deny_hosts entry '10.0.0.0/33'"),
         ("[]", "must be a JSON object"),
         ('{"allow": [', "not valid JSON at line 1"),
     ],

@@ -1,0 +1,242 @@
+"""Denied hosts are refused in every encoding (D2.7): the floor reads every string
+argument with one host canonicaliser (``fak_core.hosts``)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from ada_url import URL
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fak_core import (
+    HostDenyList,
+    HostError,
+    Kernel,
+    Policy,
+    PolicyError,
+    Sink,
+    ToolCall,
+    canonical_host,
+    classify,
+    default_policy,
+    destination_hosts,
+    load_policy,
+)
+from fak_core.gateway.app import create_app
+from fak_core.gateway.state import GatewayState
+from fak_core.hosts import url_host
+from pytest_fak.fixtures import serve_app
+from tests.kernel.hostgen import (
+    DENY_ENTRIES,
+    SPECIAL,
+    bare_of,
+    denied_target,
+    nested,
+    ordinary_target,
+    url_of,
+)
+
+KERNEL = Kernel(Policy(allow=("http_get",), deny_hosts=DENY_ENTRIES))
+
+
+def _decide(kernel: Kernel, args: Any, tool: str = "http_get") -> tuple[str, str, str]:
+    v = kernel.decide(ToolCall(tool, json.dumps(args)))
+    return kernel.kinds.name(v.kind), kernel.reasons.name(v.reason), v.claim
+
+
+@st.composite
+def encodings(draw: st.DrawFn, target: Any, *, hostile: bool) -> list[str]:
+    """One URL and one bare form of a drawn target (several per example, so a mutant
+    that misses one family is met within a proof run's 25 examples)."""
+    _, host, v6 = target
+    return [draw(url_of(host, v6, hostile=hostile)), draw(bare_of(host, v6))]
+
+
+def _decided(
+    data: Any, targets: list[Any], hostile: bool
+) -> Iterator[tuple[Any, str, tuple[str, str, str]]]:
+    """Each target's encodings, nested in arguments and decided by the kernel."""
+    for target in targets:
+        for value in data.draw(encodings(target, hostile=hostile), label="encodings"):
+            yield target[0], value, _decide(KERNEL, data.draw(nested(value), label="args"))
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.lists(denied_target(), min_size=4, max_size=4), st.data())
+def test_a_denied_host_is_refused_in_every_encoding(targets: list[Any], data: Any) -> None:
+    for target, value, (kind, reason, claim) in _decided(data, targets, hostile=True):
+        assert (kind, reason) == ("DENY", "EGRESS_BLOCK"), (value, claim)
+        assert target.text in claim or claim.startswith("refused destination"), claim
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.lists(ordinary_target(), min_size=3, max_size=3), st.data())
+def test_ordinary_hosts_are_not_refused(targets: list[Any], data: Any) -> None:
+    for _, value, (kind, _, claim) in _decided(data, targets, hostile=False):
+        assert kind == "ALLOW", (value, claim)
+
+
+def _ada_oracle(url: str) -> str:
+    """ada-url's own hostname, brought to text by ``ipaddress`` (an independent reading)."""
+    hostname = URL(url).hostname
+    try:
+        return str(ipaddress.ip_address(hostname.strip("[]")))
+    except ValueError:
+        return hostname.rstrip(".")
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.lists(denied_target() | ordinary_target(), min_size=4, max_size=4), st.data())
+def test_the_canonical_host_is_the_generated_one_and_ada_agrees(
+    targets: list[Any], data: Any
+) -> None:
+    for target, host, v6 in targets:
+        url = data.draw(url_of(host, v6, hostile=False), label="url")
+        got = url_host(url)
+        assert got is not None, url
+        expected = target.text
+        if target.address is not None and got.carried is not None and not target.v6:
+            assert str(got.carried) == expected, url
+        else:
+            assert got.name == expected, url
+        if url.split(":", 1)[0].lower() in SPECIAL:
+            assert got.name == _ada_oracle(url), url
+
+
+_PIECES = [*"0123456789abcdefxABCDEFX.-_:/@%[]\\ \t", "evil.example", "LOCALHOST", "\uff10"]
+_HOSTISH = st.lists(st.sampled_from(_PIECES), max_size=16).map("".join)
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.lists(_HOSTISH, min_size=8, max_size=8))
+def test_the_quick_screen_agrees_with_the_full_reading(values: list[str]) -> None:
+    deny = HostDenyList(DENY_ENTRIES)
+    for value in values:
+        try:
+            full = any(deny.denies(h) is not None for h in destination_hosts(value))
+        except HostError:
+            full = True
+        assert (deny.check(value) is not None) == full, value
+
+
+@pytest.mark.fak_theorem("C4.3")
+@given(st.lists(denied_target() | ordinary_target(), min_size=4, max_size=4), st.data())
+def test_a_host_in_any_encoding_makes_a_harmless_call_egress(targets: list[Any], data: Any) -> None:
+    for _, host, v6 in targets:
+        url = data.draw(url_of(host, v6, hostile=True), label="url")
+        assert classify("lookup", data.draw(nested(url), label="args")) is Sink.EGRESS, url
+        assert classify("lookup", {"path": url}) is Sink.EGRESS, url
+
+
+# ------------------------------------------------------------ the reported attacks
+
+ATTACKS = [
+    "http://2852039166/",
+    "http://0xa9fea9fe/",
+    "http://0xA9FEA9FE/latest/meta-data/",
+    "http://0251.0376.0251.0376/",
+    "http://0251.254.43518/",
+    "http://169.254.43518/",
+    "http://[::ffff:169.254.169.254]/",
+    "http://[::ffff:a9fe:a9fe]/",
+    "http://[0:0:0:0:0:ffff:a9fe:a9fe]/",
+    "http://[0000:0000:0000:0000:0000:FFFF:A9FE:A9FE]/",
+    "http://[FD00:0EC2:0000:0000:0000:0000:0000:0254]/",
+    "http://[fe80::1%25eth0]/",
+    "http://metadata.google.internal./computeMetadata/v1/",
+    "http://METADATA.google.internal../",
+    "http://169.254.169.254\\@evil.example/",
+    "http://good.example\\@metadata.google.internal/",
+    "http:\\\\169.254.169.254\\latest",
+    "http:2852039166",
+    "http://metadata.goo\tgle.internal/",
+    "http://metadata.google.int%65rnal/",
+    "http://" + "".join(chr(ord(c) + 0xFEE0) for c in "metadata") + "\u3002google\uff0einternal/",
+    "gopher://0xa9fea9fe:80/_GET",
+    "2852039166",
+    "0xa9fea9fe:80",
+    "169.254.169.254",
+    "fd00:ec2::254",
+    "fe80::1%eth0",
+    "user@metadata.google.internal",
+    "metadata.google.internal:80/computeMetadata",
+]
+
+
+@pytest.mark.fak_theorem("D2.7")
+@pytest.mark.parametrize("value", ATTACKS)
+def test_the_reported_encodings_are_denied(value: str) -> None:
+    kernel = Kernel(default_policy())
+    for args in ({"url": value}, {"q": value}, {"a": [{"b": value}]}):
+        kind, reason, claim = _decide(kernel, args, tool="get_page")
+        assert (kind, reason) == ("DENY", "EGRESS_BLOCK"), (value, claim)
+
+
+@pytest.mark.fak_theorem("D2.7")
+def test_a_url_the_parser_refuses_is_refused_by_name() -> None:
+    kind, reason, claim = _decide(KERNEL, {"u": "http://exa mple.com/"})
+    assert (kind, reason) == ("DENY", "EGRESS_BLOCK")
+    assert claim.startswith("refused destination") and "exa mple.com" in claim
+
+
+def test_ordinary_arguments_stay_allowed() -> None:
+    for value in (
+        "SFO",
+        "2026-12-01",
+        "notes.txt",
+        "https://example.com/a?b=http://c.example/",
+        "mailto:bob@example.com",
+        "42",
+        "1.5",
+        "hello world",
+        "C:\\Users\\x",
+        "note: about 169.254 and fe80",
+        "",
+        "x" * 70000 + " y",
+    ):
+        assert _decide(KERNEL, {"v": value})[0] == "ALLOW", value
+
+
+def test_canonical_forms() -> None:
+    assert canonical_host("EVIL.example.").name == "evil.example"
+    assert canonical_host("0xa9.0376.43518").name == "169.254.169.254"
+    assert canonical_host("[::FFFF:169.254.169.254]").carried == ipaddress.ip_address(
+        "169.254.169.254"
+    )
+    assert canonical_host("fe80::1%eth0").name == "fe80::1"
+    assert canonical_host("xn--bcher-kva.example").name == canonical_host("BÜCHER.example").name
+    for bad in ("", "a b", "x/y", "a" * 2000):
+        with pytest.raises(HostError):
+            canonical_host(bad)
+    long_url = "http://a.example/" + "x" * 70000
+    with pytest.raises(HostError, match="over 65536"):
+        destination_hosts(long_url)
+
+
+def test_deny_entries_are_canonical_and_checked_at_load() -> None:
+    kernel = Kernel(load_policy('{"allow": ["t"], "deny_hosts": ["EVIL.Example.", "10.0.0.0/8"]}'))
+    assert _decide(kernel, {"u": "https://evil.example/"}, "t")[0] == "DENY"
+    assert _decide(kernel, {"u": "http://012.0x1.2/"}, "t")[0] == "DENY"  # 10.1.0.2
+    assert _decide(kernel, {"u": "http://[::ffff:10.9.9.9]/"}, "t")[0] == "DENY"
+    assert _decide(kernel, {"u": "http://11.0.0.1/"}, "t")[0] == "ALLOW"
+    for bad in ("a b", "10.0.0.0/33", "http://x/"):
+        with pytest.raises(PolicyError, match="deny_hosts"):
+            load_policy(json.dumps({"deny_hosts": [bad]}))
+
+
+def test_the_attack_is_denied_through_fak_serve() -> None:
+    state = GatewayState(Kernel(default_policy()))
+    with serve_app(create_app(state)) as url, httpx.Client(base_url=url, timeout=30) as http:
+        for value in ("http://0xa9fea9fe/", "http://169.254.169.254\\@evil.example/"):
+            r = http.post(
+                "/v1/fak/adjudicate", json={"tool": "get_page", "arguments": {"url": value}}
+            )
+            assert r.status_code == 200
+            verdict = r.json()["verdict"]
+            assert (verdict["kind"], verdict["reason"]) == ("DENY", "EGRESS_BLOCK"), verdict
