@@ -79,6 +79,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fak_mutate, else off)",
     )
     group.addoption(
+        "--fak-mutant-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="a witness re-run under a generated mutant is stopped after max(S, 10x its own "
+        "run time) and the mutant counts as killed by timeout (default: 5)",
+    )
+    group.addoption(
         "--fak-cache-dir",
         default=None,
         metavar="DIR",

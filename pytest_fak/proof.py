@@ -351,7 +351,7 @@ class ProofSession:
                     continue
                 out[mid] = self._under_mutant(item, m)
             if gen is not None and phase is not None and todo:
-                limit = max(5.0, 10 * baseline)
+                limit = max(float(self.config.getoption("fak_mutant_timeout")), 10 * baseline)
                 started = time.perf_counter()
                 for g in todo:
                     outcome = self._under_generated(item, g, limit)
