@@ -51,7 +51,7 @@ class GeneratedMutant:
     operator: str
     filename: str
     line: int  #: first mutated line in the file
-    lines: frozenset[int]  #: every file line the mutated node spans
+    lines: frozenset[int]  #: the file lines of its statement, up to the mutated node's last
     diff: str
     _source: str = field(repr=False, default="")  #: the whole mutated function, dedented
     _def_line: int = field(repr=False, default=1)  #: the file line of ``def``
@@ -164,8 +164,10 @@ def generate(symbol: str) -> Generation:
     found, elifs = sites(fdef)
     out: list[GeneratedMutant] = []
     seen: set[str] = set()
-    for op, node, new in found:
+    for op, node, new, stmt in found:
         rng: CodeRange = positions[node]
+        # coverage records statement lines: the mutant is reached when its statement is
+        stmt_line = min(positions[stmt].start.line, rng.start.line)
         text = _node_text(node, new, original[rng.start.line - 1], id(node) in elifs)
         head = original[rng.start.line - 1][: rng.start.column]
         tail = original[rng.end.line - 1][rng.end.column :]
@@ -189,7 +191,7 @@ def generate(symbol: str) -> Generation:
                 op,
                 fn.__code__.co_filename,
                 first + rng.start.line - 1,
-                frozenset(range(first + rng.start.line - 1, first + rng.end.line)),
+                frozenset(range(first + stmt_line - 1, first + rng.end.line)),
                 diff,
                 _source="".join(mutated[def_rel - 1 :]),
                 _def_line=def_line,

@@ -82,7 +82,8 @@ _ARITH: dict[type[Any], type[Any]] = {
     cst.RightShiftAssign: cst.LeftShiftAssign,
 }
 
-Site = tuple[str, cst.CSTNode, cst.CSTNode]
+#: (operator, node, replacement, the statement the node is in)
+Site = tuple[str, cst.CSTNode, cst.CSTNode, cst.CSTNode]
 
 
 def _same_ws(old: Any, new_type: type[Any]) -> Any:
@@ -131,9 +132,20 @@ class _Collector(cst.CSTVisitor):
         self.found: list[Site] = []
         self.elifs: set[int] = set()  # ids of If nodes printed as `elif`
         self._quiet = 0  # inside a raise statement, an f-string or an annotation
+        self._stmts: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self._stmts.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if self._stmts and self._stmts[-1] is original_node:
+            self._stmts.pop()
 
     def _add(self, op: str, old: cst.CSTNode, new: cst.CSTNode) -> None:
-        self.found.append((op, old, new))
+        self.found.append((op, old, new, self._stmts[-1] if self._stmts else old))
 
     # ----- regions whose strings are messages or types, not behaviour
     def visit_Raise(self, node: cst.Raise) -> None:

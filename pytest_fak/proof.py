@@ -11,6 +11,7 @@ verdicts, writes the report and sets the exit status from ``--fak-fail-on``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import sys
 import time
@@ -171,8 +172,13 @@ class ProofSession:
             hv = metadata.version("hypothesis")
         except metadata.PackageNotFoundError:  # pragma: no cover - a dependency
             hv = "none"
+        # the plugin's own source too: a development build keeps its version number
+        here = Path(__file__).parent
+        code = hashlib.sha256()
+        for name in ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py"):
+            code.update((here / name).read_bytes())
         return (
-            f"pytest-fak {__version__}; hypothesis {hv}; "
+            f"pytest-fak {__version__} ({code.hexdigest()[:16]}); hypothesis {hv}; "
             f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}"
         )
 
