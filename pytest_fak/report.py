@@ -53,8 +53,9 @@ def relpath(path: str | os.PathLike[str], root: Path) -> str:
         return p.as_posix()
 
 
-def git_info(root: Path, exclude: Path | None = None) -> dict[str, Any]:
-    """The commit at ``root`` and whether the work tree differs from it (``exclude`` aside)."""
+def git_info(root: Path, exclude: Path | None = None, *more: Path) -> dict[str, Any]:
+    """The commit at ``root`` and whether the work tree differs from it (``exclude`` and
+    ``more`` aside: the report itself, the generated-mutant cache)."""
 
     def run(*args: str) -> str | None:
         try:
@@ -69,8 +70,9 @@ def git_info(root: Path, exclude: Path | None = None) -> dict[str, Any]:
     if commit is None:
         return {"commit": None, "dirty": None}
     spec = ["--", "."]
-    if exclude is not None:
-        spec.append(f":(exclude){relpath(exclude, root)}")
+    for ex in (exclude, *more):
+        if ex is not None:
+            spec.append(f":(exclude){relpath(ex, root)}")
     status = run("status", "--porcelain", *spec)
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
@@ -160,7 +162,7 @@ def build(ps: ProofSession, tvs: list[TheoremVerdict]) -> dict[str, Any]:
         "schema": SCHEMA,
         "generated_at": now.isoformat().replace("+00:00", "Z"),
         "deterministic_except": DETERMINISTIC_EXCEPT,
-        "git": git_info(root, report_dir),
+        "git": git_info(root, report_dir, *([ps._cache_dir()] if ps.generated else [])),
         "environment": {
             "python": platform.python_version(),
             "implementation": sys.implementation.name,

@@ -288,3 +288,26 @@ def test_the_cache_hits_on_unchanged_content_and_misses_on_changed_content(
     # full ignores the cache
     assert pytester.runpytest("--fak-theorems", "--fak-mutate=full", "--fak-report-dir=r").ret == 0
     assert _generated(pytester, "r")["cache_hits"] == 0
+
+
+def test_a_downstream_project_mutates_its_own_anchors_with_the_same_cache(
+    pytester: pytest.Pytester,
+) -> None:
+    import shutil
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "airline"
+    shutil.copytree(example, pytester.path, dirs_exist_ok=True)
+    shutil.rmtree(pytester.path / "proofs", ignore_errors=True)
+    pytester.syspathinsert()
+    args = ("--fak-theorems", "--fak-mutate=incremental", "--fak-fail-on=none")
+    args += ("--fak-max-examples=15", "--fak-mutant-examples=10")
+    assert pytester.runpytest(*args).ret == 0
+    g = verdicts(pytester)["AIR1.1"]["generated"]
+    assert g["generated"] > 10 and g["killed"] > 0 and g["runs"] > 0
+    assert {s["id"].split("/")[0] for s in g["survivors"]} <= {
+        "airline_rules:BaggageLimit.adjudicate"
+    }
+    assert (pytester.path / ".fak-cache" / "mutants.json").is_file()
+    assert pytester.runpytest(*args).ret == 0
+    again = verdicts(pytester)["AIR1.1"]["generated"]
+    assert (again["runs"], again["killed"]) == (0, g["killed"])
