@@ -126,3 +126,13 @@ def test_blank_arguments_and_containers_only_tops() -> None:
     with pytest.raises(ArgsError) as err:
         parse_args("{bad")
     assert "nesting" not in err.value.detail
+
+
+@pytest.mark.fak_theorem("A7.4")
+def test_a_key_like_text_inside_a_value_is_not_a_duplicate_key() -> None:
+    """The duplicate check counts `"…":` patterns first; one inside a string value is not
+    a key, and the exact re-read must then find no duplicate."""
+    for raw in ('{"a": "\\"k\\": 1"}', b'{"a": "\\"k\\": 1"}'):
+        assert parse_args(raw) == {"a": '"k": 1'}
+    with pytest.raises(ArgsError, match="repeat a key"):
+        parse_args('{"a": "\\"a\\": 1", "a": 2}')

@@ -258,6 +258,7 @@ def test_the_kernel_ladder_is_rank_10_in_the_default_chain() -> None:
     assert k.ladder.negatives.rows()[0].rung_failed == 1
 
 
+@pytest.mark.fak_theorem("A7.4")
 def test_multiple_of_is_decided_exactly_not_in_floating_point() -> None:
     """jsonschema-rs takes 1.416682948592774e17 (exactly 141668294859277408) for a multiple
     of 5; rung 1 validates schemas with ``multipleOf`` exactly. Found by the A7.4 witness."""
