@@ -39,8 +39,10 @@ __all__ = [
     "TIMEOUT",
     "UNCOVERED",
     "GeneratedPhase",
+    "MutantQuarantine",
     "MutantTimeout",
     "deadline",
+    "interrupt_mutant",
 ]
 
 MODES = ("off", "incremental", "full")
@@ -103,6 +105,58 @@ def deadline(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+class MutantQuarantine:
+    """Keeps what a mutant breaks in other threads out of the witness's own report.
+
+    A mutant can crash a thread the code starts (a journal's writer whose ``__init__`` lost
+    a line) or one that was already running; pytest would report that at the witness's
+    teardown as an error on the real code. While a mutant is applied, every uncaught thread
+    exception and unraisable exception is dropped (counted), and threads started then are
+    tagged so their later crashes are dropped too. Everything else reaches pytest as usual.
+    """
+
+    def __init__(self) -> None:
+        self.dropped = 0
+        self._active = False
+        self._prev: Any = None
+
+    def _hook(self, args: threading.ExceptHookArgs) -> None:
+        if self._active or getattr(args.thread, "_fak_under_mutant", False):
+            self.dropped += 1
+            return
+        self._prev(args)
+
+    def uninstall(self) -> None:
+        if self._prev is not None and threading.excepthook == self._hook:
+            threading.excepthook = self._prev
+        self._prev = None
+
+    @contextlib.contextmanager
+    def window(self) -> Iterator[None]:
+        if threading.excepthook != self._hook:
+            self._prev = threading.excepthook
+            threading.excepthook = self._hook
+        real_start = threading.Thread.start
+
+        def start(thread: threading.Thread) -> None:
+            thread._fak_under_mutant = True  # type: ignore[attr-defined]
+            real_start(thread)
+
+        prev_unraisable = sys.unraisablehook
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
+        sys.unraisablehook = self._drop
+        self._active = True
+        try:
+            yield
+        finally:
+            self._active = False
+            threading.Thread.start = real_start  # type: ignore[method-assign]
+            sys.unraisablehook = prev_unraisable
+
+    def _drop(self, unraisable: Any) -> None:
+        self.dropped += 1
 
 
 class GeneratedPhase:

@@ -28,6 +28,7 @@ from pytest_fak.mutation import (
     MODES,
     TIMEOUT,
     GeneratedPhase,
+    MutantQuarantine,
     MutantTimeout,
     deadline,
     interrupt_mutant,
@@ -105,6 +106,7 @@ class ProofSession:
         self._hyp_saved: Any = None
         self._obs_cov_saved: Any = None
         self._setup_hypothesis()
+        self.quarantine = MutantQuarantine()
         self.mutate = self._mutate_mode()
         self.generated: GeneratedPhase | None = None
         self.cache_written: Path | None = None
@@ -215,6 +217,7 @@ class ProofSession:
             hyp.load_profile(self._hyp_saved)
             obs.OBSERVABILITY_COLLECT_COVERAGE = self._obs_cov_saved
         registry.clear()
+        self.quarantine.uninstall()
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         rel = [report.relpath(d, self.rootpath) for d in self.dirs]
@@ -355,12 +358,14 @@ class ProofSession:
                 if m is None:
                     out[mid] = verdicts.MISSING
                     continue
-                out[mid] = self._under_mutant(item, m)
+                with self.quarantine.window():
+                    out[mid] = self._under_mutant(item, m)
             if gen is not None and phase is not None and todo:
                 limit = max(float(self.config.getoption("fak_mutant_timeout")), 10 * baseline)
                 started = time.perf_counter()
                 for g in todo:
-                    outcome = self._under_generated(item, g, limit)
+                    with self.quarantine.window():
+                        outcome = self._under_generated(item, g, limit)
                     gen["generated"][g.id] = outcome
                     if outcome in kills:
                         phase.record_kill(theorems, g.id)

@@ -311,3 +311,56 @@ def test_a_downstream_project_mutates_its_own_anchors_with_the_same_cache(
     assert pytester.runpytest(*args).ret == 0
     again = verdicts(pytester)["AIR1.1"]["generated"]
     assert (again["runs"], again["killed"]) == (0, g["killed"])
+
+
+THREAD_LIB = """
+import threading
+
+def start(box):
+    t = threading.Thread(target=fill, args=(box,))
+    t.start()
+    t.join()
+    return box
+
+def fill(box):
+    box.append(int("1"))
+"""
+
+THREAD_DOC = SPIN_DOC.replace("SP1 — spin counts up", "TH1 — the thread fills the box")
+THREAD_DOC = THREAD_DOC.replace("`spinlib:spin`", "`threadlib:fill`").replace(
+    "`off-by-one` — spin returns n + 1", "`empty` — the box stays empty"
+)
+
+THREAD_TEST = """
+from unittest import mock
+import pytest
+import threadlib
+from pytest_fak import mutant
+
+@mutant("TH1/empty")
+def empty():
+    return mock.patch.object(threadlib, "fill", lambda box: None)
+
+@pytest.mark.fak_theorem("TH1")
+def test_fill():
+    assert threadlib.start([]) == [1]
+"""
+
+
+def test_a_thread_a_mutant_crashes_is_not_an_error_of_the_witness(
+    pytester: pytest.Pytester,
+) -> None:
+    """`int("")` under a mutant kills the worker thread; pytest would report that at the
+    witness's teardown (an error on the real code, REFUTED) unless the phase keeps it."""
+    pytester.syspathinsert()
+    pytester.makeini("[pytest]\naddopts = -p no:schemathesis\nfilterwarnings = error\n")
+    pytester.makepyfile(threadlib=THREAD_LIB, test_thread=THREAD_TEST)
+    (pytester.path / "theorems").mkdir()
+    (pytester.path / "theorems" / "th.md").write_text(THREAD_DOC, encoding="utf-8")
+    result = pytester.runpytest("--fak-theorems", "--fak-mutate=full", "--fak-fail-on=REFUTED")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1)
+    t = verdicts(pytester)["TH1"]
+    crash = next(m for m in generate("threadlib:fill").mutants if 'int("")' in m.diff)
+    assert crash.id not in {s["id"] for s in t["generated"]["survivors"]}
+    assert t["witnesses"][0]["outcome"] == "passed"
