@@ -165,7 +165,8 @@ def generated_summary(
             survivors.append(row)
         else:
             counts["other"] += 1
-            unmeasured.append(row)
+            if passed:  # with no passing witness nothing was measured: counts only
+                unmeasured.append(row)
     n = counts["generated"]
     score = (counts["killed"] + counts["waived"]) / n if n else 1.0
     return {
