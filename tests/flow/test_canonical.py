@@ -237,10 +237,20 @@ def test_values_without_a_canonical_form_are_refused(bad: Any) -> None:
         digest({"x": bad})
 
 
+@pytest.mark.fak_theorem("F1.1")
 @pytest.mark.parametrize("text", ["NaN", "[Infinity]", "{", "{'a':1}"])
 def test_non_json_text_is_refused(text: str) -> None:
     with pytest.raises(CanonicalError):
         digest_json_text(text)
+
+
+@pytest.mark.fak_theorem("F1.1")
+def test_a_value_nested_past_the_interpreters_depth_is_refused_not_digested() -> None:
+    deep: list[Any] = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(CanonicalError, match=r"^not a JSON value: "):
+        digest({"x": deep})
 
 
 @pytest.mark.fak_theorem("F1.1")
