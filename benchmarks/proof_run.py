@@ -6,10 +6,17 @@ through monkeypatched hooks, in separate interpreters); the same for the bundled
 and the ratio of a plain `pytest` run with the plugin loaded (proof mode off) against
 `-p no:fak` (target < 1.05). Example counts: the project's ``fak_max_examples`` ini
 value (30 per witness) and ``--fak-mutant-examples`` (25 per mutant re-run).
+
+The generated-mutant phase (``--fak-mutate``): a full run and a no-change incremental
+rerun over the same cache, on the preflight witnesses (A7.1-A7.3) by default or on every
+theorem with ``--mutate-all`` (slow: minutes to an hour on 2 cores); printed per theorem:
+mutants generated, killed, waived, survived, re-runs, seconds per re-run, and the
+rerun's cache hit rate.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,11 +25,60 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NO_MUTANTS = "import pytest_fak.proof as p; p.ProofSession._run_mutants = lambda self, item, ts: {}"
+NO_MUTANTS = (
+    "import pytest_fak.proof as p; "
+    "p.ProofSession._run_mutants = lambda self, item, ts, base: ({}, None)"
+)
 NO_ANCHORS = (
     "import pytest_fak.anchors as a; a.AnchorProbe.begin = lambda self, n: None; "
     "a.AnchorProbe.end = lambda self, n: None"
 )
+
+
+def mutation_phase(targets: list[str]) -> None:
+    """Full, then incremental with no change, over one fresh cache; print the figures."""
+    base = ["-q", "-p", "no:cacheprovider", "--fak-theorems", "--fak-fail-on=none"]
+    base += ["-m", "fak_theorem", "-n", "2", *targets]
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as rep:
+        runs: list[tuple[float, dict[str, dict[str, float]]]] = []
+        for mode in ("full", "incremental"):
+            wall = run(
+                [
+                    *base,
+                    f"--fak-mutate={mode}",
+                    f"--fak-cache-dir={cache}",
+                    f"--fak-report-dir={rep}",
+                ]
+            )
+            doc = json.loads(Path(rep, "verdicts.json").read_text())
+            runs.append(
+                (
+                    wall,
+                    {
+                        t["id"]: t["generated"]
+                        for t in doc["theorems"]
+                        if t.get("generated") and t["witnesses"]
+                    },
+                )
+            )
+    (full_s, full), (inc_s, inc) = runs
+    print(
+        f"mutation phase over {' '.join(targets)}: full {full_s:.1f} s, "
+        f"no-change incremental {inc_s:.1f} s"
+    )
+    for tid, g in full.items():
+        per = g["seconds"] / g["runs"] if g["runs"] else 0.0
+        print(
+            f"  {tid}: {g['generated']} generated, {g['killed']} killed, {g['waived']} "
+            f"waived, {g['survived']} survived; {g['runs']} witness re-runs, "
+            f"{per * 1000:.0f} ms per re-run"
+        )
+    hits = sum(g["cache_hits"] for g in inc.values())
+    fresh = sum(g["runs"] for g in inc.values())
+    print(
+        f"  no-change rerun: {hits} cache hits, {fresh} re-runs "
+        f"(hit rate {hits / max(1, hits + fresh):.0%})"
+    )
 
 
 def run(args: list[str], patch: str = "", repeat: int = 1) -> float:
@@ -57,6 +113,10 @@ def shares(label: str, base: list[str]) -> float:
 
 
 def main() -> None:
+    if "--mutate-all" in sys.argv:
+        mutation_phase(["tests"])
+        return
+    mutation_phase(["tests/kernel/test_preflight.py"])
     common = ["-q", "-p", "no:cacheprovider", "--fak-theorems", "--fak-fail-on=none"]
     own = [*common, "-m", "fak_theorem"]
     serial = shares("proof run, project theorems, -n 0", own)

@@ -81,6 +81,20 @@ class AnchorProbe:
         elif self.mode == "private":
             self._cov.stop()
 
+    def lines(self, nodeid: str) -> dict[str, set[int]] | None:
+        """The anchor-file lines ``nodeid`` executed, by real path (None: not measured here).
+
+        Only the private measurement can be read mid-run; a shared one says None."""
+        label = self._labels.get(nodeid)
+        if self.mode != "private" or label is None:
+            return None
+        data = self._cov.get_data()
+        data.set_query_contexts([r"(^|\|)" + re.escape(label) + "$"])
+        try:
+            return {os.path.realpath(f): set(data.lines(f) or ()) for f in data.measured_files()}
+        finally:
+            data.set_query_contexts(None)
+
     def results(self, wanted: Mapping[str, Iterable[Anchor]]) -> dict[str, dict[str, bool | None]]:
         """For each witness, each anchor: executed (True), not (False), unmeasured (None)."""
         out: dict[str, dict[str, bool | None]] = {}

@@ -70,6 +70,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="cap every witness at N Hypothesis examples in proof mode, its own @settings "
         "included (default: the 'fak' profile uses Hypothesis's default)",
     )
+    group.addoption(
+        "--fak-mutate",
+        choices=("off", "incremental", "full"),
+        default=None,
+        help="generated mutants of every anchor: 'incremental' re-mutates only what changed "
+        "since the cache, 'full' ignores the cache, 'off' skips them (default: ini "
+        "fak_mutate, else off)",
+    )
+    group.addoption(
+        "--fak-mutant-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="a witness re-run under a generated mutant is stopped after max(S, 10x its own "
+        "run time) and the mutant counts as killed by timeout (default: 5)",
+    )
+    group.addoption(
+        "--fak-cache-dir",
+        default=None,
+        metavar="DIR",
+        help="where generated-mutant results are cached (default: ini fak_cache_dir, "
+        "else .fak-cache in the rootdir)",
+    )
+    parser.addini(
+        "fak_mutate",
+        type="string",
+        default="",
+        help="default of --fak-mutate (off, incremental or full)",
+    )
+    parser.addini(
+        "fak_cache_dir",
+        type="string",
+        default="",
+        help="default of --fak-cache-dir",
+    )
     parser.addini(
         "fak_max_examples",
         type="string",

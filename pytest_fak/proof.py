@@ -11,8 +11,10 @@ verdicts, writes the report and sets the exit status from ``--fak-fail-on``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import sys
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,15 @@ import pytest
 from pytest_fak import hyp, report, verdicts
 from pytest_fak.anchors import AnchorProbe
 from pytest_fak.mutants import registry
+from pytest_fak.mutation import (
+    MODES,
+    TIMEOUT,
+    GeneratedPhase,
+    MutantQuarantine,
+    MutantTimeout,
+    deadline,
+    interrupt_mutant,
+)
 from pytest_fak.theorems import Theorem, TheoremError, load_theorems
 
 __all__ = ["ProofSession"]
@@ -95,6 +106,15 @@ class ProofSession:
         self._hyp_saved: Any = None
         self._obs_cov_saved: Any = None
         self._setup_hypothesis()
+        self.quarantine = MutantQuarantine()
+        self.mutate = self._mutate_mode()
+        self.generated: GeneratedPhase | None = None
+        self.cache_written: Path | None = None
+        if self.mutate != "off" and not self.errors:
+            self.generated = GeneratedPhase(
+                self.index, self.mutate, self._cache_dir(), self._budget()
+            )
+            self.errors += self.generated.errors
 
     # ------------------------------------------------------------------ configuration
     def _theorem_dirs(self) -> list[Path]:
@@ -130,6 +150,40 @@ class ProofSession:
             )
         return words
 
+    def _mutate_mode(self) -> str:
+        raw = self.config.getoption("fak_mutate") or self.config.getini("fak_mutate") or "off"
+        mode = str(raw).strip().lower()
+        if mode not in MODES:
+            raise pytest.UsageError(
+                f"fak_mutate = {raw!r}: use one of {', '.join(MODES)} (default: off)"
+            )
+        return mode
+
+    def _cache_dir(self) -> Path:
+        raw = self.config.getoption("fak_cache_dir") or self.config.getini("fak_cache_dir")
+        d = Path(str(raw or ".fak-cache"))
+        return d if d.is_absolute() else self.rootpath / d
+
+    def _budget(self) -> str:
+        """What a cached mutant outcome depends on besides the code and the witness."""
+        from importlib import metadata
+
+        from pytest_fak import __version__
+
+        try:
+            hv = metadata.version("hypothesis")
+        except metadata.PackageNotFoundError:  # pragma: no cover - a dependency
+            hv = "none"
+        # the plugin's own source too: a development build keeps its version number
+        here = Path(__file__).parent
+        code = hashlib.sha256()
+        for name in ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py"):
+            code.update((here / name).read_bytes())
+        return (
+            f"pytest-fak {__version__} ({code.hexdigest()[:16]}); hypothesis {hv}; "
+            f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}"
+        )
+
     def _import_mutant_modules(self) -> None:
         for name in sorted({m for t in self.index for m in t.mutant_modules}):
             try:
@@ -163,6 +217,7 @@ class ProofSession:
             hyp.load_profile(self._hyp_saved)
             obs.OBSERVABILITY_COLLECT_COVERAGE = self._obs_cov_saved
         registry.clear()
+        self.quarantine.uninstall()
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         rel = [report.relpath(d, self.rootpath) for d in self.dirs]
@@ -246,6 +301,7 @@ class ProofSession:
             if cap
             else contextlib.nullcontext()
         )
+        started = time.perf_counter()
         try:
             with counter, budget:
                 if anchored:
@@ -265,27 +321,58 @@ class ProofSession:
                 ev["hypothesis"] = dict(counter.failure)
             raise
         ev["examples"] = counter.examples
-        ev["mutants"] = self._run_mutants(item, theorems)
+        baseline = time.perf_counter() - started
+        ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
+        if generated is not None:
+            ev.update(generated)
         return res
 
-    def _run_mutants(self, item: pytest.Item, theorems: list[Theorem]) -> dict[str, str]:
+    def _run_mutants(
+        self, item: pytest.Item, theorems: list[Theorem], baseline: float
+    ) -> tuple[dict[str, str], dict[str, Any] | None]:
         out: dict[str, str] = {}
         decls = {m.id: m for t in theorems for m in t.mutants}
-        if not decls:
-            return out
+        phase = self.generated
+        gen: dict[str, Any] | None = None
+        todo: list[Any] = []
+        if phase is not None and any(t.anchors for t in theorems):
+            known, todo, hits = phase.plan(item, theorems, self.probe.lines(item.nodeid))
+            gen = {
+                "generated": known,
+                "generated_hits": hits,
+                "generated_runs": 0,
+                "generated_seconds": 0.0,
+                "witness_fp": phase.fingerprint(item),
+            }
+        if not decls and not todo:
+            return out, gen
         hyp_loaded = "hypothesis" in sys.modules
         if hyp_loaded:
             hyp.load_profile(hyp.MUTANT_PROFILE)
         budget = hyp.mutant_settings(getattr(item, "obj", None))
         budget.__enter__()  # the test's own Hypothesis settings, capped like the profile
+        kills = (verdicts.KILLED, TIMEOUT)
         try:
             for mid in sorted(decls):
                 m = registry.get(mid)
                 if m is None:
                     out[mid] = verdicts.MISSING
                     continue
-                out[mid] = self._under_mutant(item, m)
-            if verdicts.KILLED in out.values():
+                with self.quarantine.window():
+                    out[mid] = self._under_mutant(item, m)
+            if gen is not None and phase is not None and todo:
+                limit = max(float(self.config.getoption("fak_mutant_timeout")), 10 * baseline)
+                started = time.perf_counter()
+                for g in todo:
+                    with self.quarantine.window():
+                        outcome = self._under_generated(item, g, limit)
+                    gen["generated"][g.id] = outcome
+                    if outcome in kills:
+                        phase.record_kill(theorems, g.id)
+                gen["generated_runs"] = len(todo)
+                gen["generated_seconds"] = round(time.perf_counter() - started, 3)
+            fresh = {} if gen is None else {g.id: gen["generated"][g.id] for g in todo}
+            if verdicts.KILLED in out.values() or any(v in kills for v in fresh.values()):
                 # Control: a kill only counts if the witness passes when re-run unbroken.
                 try:
                     item.runtest()
@@ -295,11 +382,49 @@ class ProofSession:
                     for k, v in out.items():
                         if v == verdicts.KILLED:
                             out[k] = verdicts.INCONCLUSIVE
+                    assert gen is not None or not fresh
+                    for k, v in fresh.items():
+                        if v in kills and gen is not None:
+                            gen["generated"][k] = verdicts.INCONCLUSIVE
         finally:
             budget.__exit__(None, None, None)
             if hyp_loaded:
                 hyp.load_profile(hyp.PROFILE)
-        return out
+        return out, gen
+
+    @staticmethod
+    def _under_generated(item: pytest.Item, m: Any, limit: float) -> str:
+        """Run the witness once inside generated mutant ``m`` with a deadline of ``limit``
+        seconds; past it the mutant is killed by ``timeout`` (it hangs the code)."""
+        cm = m.applied()
+        try:
+            cm.__enter__()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:
+            return verdicts.BROKEN
+        outcome = verdicts.SURVIVED
+        try:
+            with deadline(limit):
+                item.runtest()
+        except MutantTimeout:
+            outcome = TIMEOUT
+        except pytest.skip.Exception:
+            outcome = verdicts.INCONCLUSIVE
+        except (KeyboardInterrupt, SystemExit):
+            cm.__exit__(None, None, None)
+            raise
+        except BaseException:
+            outcome = verdicts.KILLED
+        try:
+            cm.__exit__(None, None, None)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:
+            return verdicts.BROKEN
+        if outcome == TIMEOUT:
+            interrupt_mutant(m)
+        return outcome
 
     @staticmethod
     def _under_mutant(item: pytest.Item, m: Any) -> str:
@@ -373,6 +498,11 @@ class ProofSession:
                 ev.outcome = report.outcome
             ev.examples = data.get("examples")
             ev.mutants = dict(data.get("mutants") or {})
+            ev.generated = dict(data.get("generated") or {})
+            ev.witness_fp = data.get("witness_fp")
+            ev.generated_hits = int(data.get("generated_hits") or 0)
+            ev.generated_runs = int(data.get("generated_runs") or 0)
+            ev.generated_seconds = float(data.get("generated_seconds") or 0.0)
             if report.failed:
                 failure = {"message": _tail(report.longreprtext)}
                 failure.update(data.get("hypothesis") or {})
@@ -392,6 +522,8 @@ class ProofSession:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.session_items = list(session.items)
+        if self.generated is not None:
+            self.generated.bind_items(self.session_items, self._theorems_of)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -428,6 +560,7 @@ class ProofSession:
         for nodeid, ev in self.evidence.items():
             ev.anchors = dict(self.anchor_results.get(nodeid, {}))
         tvs = self.verdicts()
+        self._write_cache()
         self.result = report.build(self, tvs)
         self.config.hook.pytest_fak_modify_report(config=self.config, report=self.result)
         self.written = report.write(self.result, self._report_dir())
@@ -457,7 +590,31 @@ class ProofSession:
             for tid in ids:
                 if tid in by_theorem:
                     by_theorem[tid].append(self.evidence[nodeid])
-        return [verdicts.decide(t, by_theorem[t.id]) for t in self.index]
+        phase = self.generated
+        return [
+            verdicts.decide(
+                t,
+                by_theorem[t.id],
+                None if phase is None else phase.of_theorem.get(t.id, []),
+            )
+            for t in self.index
+        ]
+
+    def _write_cache(self) -> None:
+        phase = self.generated
+        if phase is None:
+            return
+        fps: dict[str, str] = {}
+        for nodeid, ev in self.evidence.items():
+            if ev.outcome != "passed" or not ev.witness_fp:
+                continue
+            fps[nodeid] = ev.witness_fp
+            for mid, outcome in ev.generated.items():
+                m = phase.by_id.get(mid)
+                if m is not None:
+                    sha = phase.generations[m.symbol].source_sha256
+                    phase.cache.put(m.symbol, sha, mid, nodeid, ev.witness_fp, outcome)
+        self.cache_written = phase.cache.write(phase.anchor_shas(), fps)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:

@@ -33,6 +33,9 @@ DETERMINISTIC_EXCEPT = [
     "generated_at",
     "theorems[].date",
     "theorems[].witnesses[].duration_s",
+    "theorems[].generated.cache_hits",
+    "theorems[].generated.runs",
+    "theorems[].generated.seconds",
 ]
 
 
@@ -50,8 +53,9 @@ def relpath(path: str | os.PathLike[str], root: Path) -> str:
         return p.as_posix()
 
 
-def git_info(root: Path, exclude: Path | None = None) -> dict[str, Any]:
-    """The commit at ``root`` and whether the work tree differs from it (``exclude`` aside)."""
+def git_info(root: Path, exclude: Path | None = None, *more: Path) -> dict[str, Any]:
+    """The commit at ``root`` and whether the work tree differs from it (``exclude`` and
+    ``more`` aside: the report itself, the generated-mutant cache)."""
 
     def run(*args: str) -> str | None:
         try:
@@ -66,8 +70,9 @@ def git_info(root: Path, exclude: Path | None = None) -> dict[str, Any]:
     if commit is None:
         return {"commit": None, "dirty": None}
     spec = ["--", "."]
-    if exclude is not None:
-        spec.append(f":(exclude){relpath(exclude, root)}")
+    for ex in (exclude, *more):
+        if ex is not None:
+            spec.append(f":(exclude){relpath(ex, root)}")
     status = run("status", "--porcelain", *spec)
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
@@ -79,6 +84,20 @@ def _versions() -> dict[str, str | None]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+    return out
+
+
+def _relative(gen: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
+    """The mutation score with each ``file:line`` made relative to the root."""
+    if gen is None:
+        return None
+    out = dict(gen)
+    for key in ("survivors", "unmeasured"):
+        rows = []
+        for r in gen[key]:
+            path, _, line = r["where"].rpartition(":")
+            rows.append({**r, "where": f"{relpath(path, root)}:{line}"})
+        out[key] = rows
     return out
 
 
@@ -136,13 +155,14 @@ def build(ps: ProofSession, tvs: list[TheoremVerdict]) -> dict[str, Any]:
                 ],
                 "mutants": tv.mutants,
                 "anchors": tv.anchors,
+                "generated": _relative(tv.generated, root),
             }
         )
     return {
         "schema": SCHEMA,
         "generated_at": now.isoformat().replace("+00:00", "Z"),
         "deterministic_except": DETERMINISTIC_EXCEPT,
-        "git": git_info(root, report_dir),
+        "git": git_info(root, report_dir, *([ps._cache_dir()] if ps.generated else [])),
         "environment": {
             "python": platform.python_version(),
             "implementation": sys.implementation.name,
@@ -150,6 +170,7 @@ def build(ps: ProofSession, tvs: list[TheoremVerdict]) -> dict[str, Any]:
             "packages": _versions(),
             "hypothesis_profile": "fak",
             "mutant_examples": ps.mutant_examples,
+            "generated_mutants": ps.mutate,
             "anchor_measurement": sorted(ps.modes),
         },
         "theorem_dirs": [relpath(d, root) for d in ps.dirs],
@@ -187,18 +208,31 @@ def render_markdown(doc: dict[str, Any]) -> str:
         "",
         summary_line(doc["summary"]).removeprefix("fak: "),
         "",
-        "| Theorem | Title | Regime | Verdict | Witnesses | Mutants killed | Anchors executed |",
-        "|---|---|---|---|---|---|---|",
     ]
+    gen_on = any(t.get("generated") for t in doc["theorems"])
+    head = "| Theorem | Title | Regime | Verdict | Witnesses | Mutants killed | Anchors executed |"
+    if gen_on:
+        lines += [
+            "With generated mutants (`--fak-mutate`): PROVEN also requires every generated "
+            "mutant of the anchors killed or waived as equivalent in the theorem document.",
+            "",
+        ]
+        head += " Generated: killed + waived / total (survivors) |"
+    lines += [head, "|---" * (8 if gen_on else 7) + "|"]
     for t in doc["theorems"]:
         killed = sum(1 for m in t["mutants"] if m["status"] == "killed")
         hit = sum(1 for a in t["anchors"] if a["covered"] is True)
         ran = sum(1 for w in t["witnesses"] if w["outcome"] in ("passed", "failed", "error"))
-        lines.append(
+        row = (
             f"| [{t['id']}](#{_anchor(t)}) | {_md_escape(t['title'])} | {t['regime']} | "
             f"**{t['verdict']}** | {ran}/{len(t['witnesses'])} | {killed}/{len(t['mutants'])} "
             f"| {hit}/{len(t['anchors'])} |"
         )
+        if gen_on:
+            g = t.get("generated")
+            done = f"{g['killed'] + g['waived']}/{g['generated']}" if g else ""
+            row += f" {done} ({g['survived']}) |" if g else " n/a |"
+        lines.append(row)
     for t in doc["theorems"]:
         lines += ["", f"## {t['id']} — {t['title']}", ""]
         lines += [f"**THEOREM.** {t['statement']}", ""]
@@ -223,6 +257,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 state = {True: "executed", False: "NOT executed", None: "unmeasured"}[a["covered"]]
                 lines.append(f"- `{a['symbol']}`: {state}")
             lines.append("")
+        if t.get("generated"):
+            lines += _generated_md(t["generated"])
         lines.append("**CAVEATS.**")
         lines += [f"- {c}" for c in t["caveats"]]
         lines.append("")
@@ -237,6 +273,24 @@ def render_markdown(doc: dict[str, Any]) -> str:
             if f.get("reproduction"):
                 lines += ["", f"Reproduce with `{f['reproduction']}`"]
     return "\n".join(lines) + "\n"
+
+
+def _generated_md(g: dict[str, Any]) -> list[str]:
+    """The GENERATED MUTANTS block of one theorem: its score, then each survivor's diff."""
+    lines = [
+        f"**GENERATED MUTANTS.** {g['generated']} generated, {g['killed']} killed, "
+        f"{g['waived']} waived as equivalent, {g['survived']} survived"
+        + (f", {g['other']} not measured" if g["other"] else "")
+        + f" (score {g['score']:.1%}).",
+        "",
+    ]
+    for r in g["survivors"] + g["unmeasured"]:
+        lines.append(f"- `{r['id']}` ({r['operator']}, {r['where']}): {r['status']}")
+        lines += ["", "  ```diff"] + [f"  {d}" for d in r["diff"].rstrip("\n").split("\n")]
+        lines += ["  ```"]
+    if g["survivors"] or g["unmeasured"]:
+        lines.append("")
+    return lines
 
 
 def _anchor(t: dict[str, Any]) -> str:

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from types import CodeType, FunctionType
 from typing import Any
 
-__all__ = ["SYMBOL_RE", "ResolvedSymbol", "SymbolError", "resolve", "source_hash"]
+__all__ = [
+    "SYMBOL_RE",
+    "ResolvedSymbol",
+    "SymbolError",
+    "function_of",
+    "lookup",
+    "resolve",
+    "source_hash",
+]
 
 #: ``dotted.module:Qualified.name`` (both halves are dotted Python identifiers).
 SYMBOL_RE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
@@ -73,6 +81,16 @@ def _lookup(symbol: str) -> Any:
             )
         seen = f"{seen}.{part}" if seen != module_name else f"{module_name}:{part}"
     return obj
+
+
+def function_of(obj: Any) -> FunctionType | None:
+    """The plain function behind ``obj`` (a method, static/class method, property), or None."""
+    return _function_of(obj)
+
+
+def lookup(symbol: str) -> Any:
+    """The object ``symbol`` names (raises :class:`SymbolError` with what to fix)."""
+    return _lookup(symbol)
 
 
 def _body_lines(code: CodeType) -> set[int]:

@@ -23,6 +23,9 @@ the document's mutants. Each theorem is one section::
 
     **SCOPED-OUT.** (optional) why no witness is expected here
 
+    **EQUIVALENT-MUTANTS.** (optional) generated mutants that cannot change behaviour
+    - `pkg.mod:f/constant/+3:8/1a2b3c4d` — why (checked when ``--fak-mutate`` is on)
+
 Every ``##`` heading is a theorem heading ``## <ID> — <title>``. THEOREM, REGIME, PROOF
 and CAVEATS are required; ANCHORS and MUTANTS need at least one bullet unless the
 theorem is SCOPED-OUT. Each label appears once. WITNESS and VERDICT are computed by the
@@ -47,6 +50,7 @@ __all__ = [
     "Anchor",
     "MutantDecl",
     "Theorem",
+    "Waiver",
     "TheoremError",
     "TheoremIndex",
     "load_theorems",
@@ -69,7 +73,7 @@ _CODE_BULLET = re.compile(r"^`(?P<code>[^`]+)`(?:\s+" + _DASHES + r"\s+(?P<note>
 _FILE_LINE = re.compile(r"\b[\w/.-]+\.py:\d+\b")
 _SYMBOL_IN_TEXT = re.compile(r"`([^`\s]+:[^`\s]+)`")
 _TEXT_FIELDS = ("THEOREM", "REGIME", "PROOF", "SCOPED-OUT")
-_LIST_FIELDS = ("ANCHORS", "MUTANTS", "CAVEATS")
+_LIST_FIELDS = ("ANCHORS", "MUTANTS", "CAVEATS", "EQUIVALENT-MUTANTS")
 _COMPUTED = ("WITNESS", "VERDICT", "DOS", "DATE")
 _REQUIRED = ("THEOREM", "REGIME", "PROOF", "CAVEATS")
 
@@ -110,6 +114,15 @@ class MutantDecl:
 
 
 @dataclass(frozen=True, slots=True)
+class Waiver:
+    """A generated mutant the document declares equivalent to the code, with the reason."""
+
+    mutant_id: str
+    reason: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
 class Theorem:
     """One parsed theorem section."""
 
@@ -126,6 +139,7 @@ class Theorem:
     scoped_out: str | None
     text: str
     mutant_modules: tuple[str, ...] = ()
+    equivalent: tuple[Waiver, ...] = ()
 
     @property
     def text_sha256(self) -> str:
@@ -310,6 +324,22 @@ def _build(path: str, section: _Section, mutant_modules: tuple[str, ...]) -> The
         raise TheoremError(
             path, line, f"**CAVEATS.** of {section.id} is empty; say what is not proven"
         )
+    waivers: list[Waiver] = []
+    if "EQUIVALENT-MUTANTS" in fields:
+        line, inline, body = fields["EQUIVALENT-MUTANTS"]
+        for lineno, item in _bullets(path, "EQUIVALENT-MUTANTS", line, inline, body):
+            m = _CODE_BULLET.match(item)
+            if not m or "/" not in m.group("code") or not m.group("note"):
+                raise TheoremError(
+                    path,
+                    lineno,
+                    "an equivalence waiver is a generated mutant id in backticks and the reason "
+                    "it cannot change behaviour, e.g. - `pkg.mod:f/constant/+3:8/1a2b3c4d` — "
+                    "the bound is re-checked by the caller",
+                )
+            if any(w.mutant_id == m.group("code") for w in waivers):
+                raise TheoremError(path, lineno, f"mutant {m.group('code')} is waived twice")
+            waivers.append(Waiver(m.group("code"), m.group("note"), lineno))
     text = "\n".join([f"## {section.id} — {section.title}"] + [raw for _, raw in section.lines])
     return Theorem(
         id=section.id,
@@ -325,6 +355,7 @@ def _build(path: str, section: _Section, mutant_modules: tuple[str, ...]) -> The
         scoped_out=texts.get("SCOPED-OUT"),
         text=text,
         mutant_modules=mutant_modules,
+        equivalent=tuple(waivers),
     )
 
 

@@ -1,20 +1,24 @@
 """Verdict words and the rule that turns one run's witness evidence into a verdict.
 
 PROVEN: at least one bound witness ran, all passed, every anchor was executed by a
-passing witness, and every declared mutant was killed. REFUTED: a witness failed on
-the real code. VACUOUS: a mutant survived, or an anchor was never executed by a passing
-witness. OPEN: no witness ran, or the evidence could not be measured. SCOPED-OUT: the
-document declares it. STALE: only ``fak proofs check`` gives it. Failure wins; a skip
-is never a pass.
+passing witness, every declared mutant was killed, and (with ``--fak-mutate``) every
+generated mutant of its anchors was killed or waived as equivalent. REFUTED: a witness failed on
+the real code. VACUOUS: a mutant (declared, or generated and not waived) survived, or
+an anchor was never executed by a passing witness. OPEN: no witness ran, or the
+evidence could not be measured. SCOPED-OUT: the document declares it. STALE: only
+``fak proofs check`` gives it. Failure wins; a skip is never a pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_fak.theorems import Theorem
+
+if TYPE_CHECKING:
+    from pytest_fak.generated import GeneratedMutant
 
 __all__ = [
     "OPEN",
@@ -58,6 +62,11 @@ class WitnessEvidence:
     failure: dict[str, Any] | None = None
     mutants: dict[str, str] = field(default_factory=dict)
     anchors: dict[str, bool | None] = field(default_factory=dict)
+    generated: dict[str, str] = field(default_factory=dict)
+    witness_fp: str | None = None
+    generated_hits: int = 0
+    generated_runs: int = 0
+    generated_seconds: float = 0.0
 
 
 @dataclass
@@ -68,6 +77,7 @@ class TheoremVerdict:
     witnesses: list[WitnessEvidence]
     mutants: list[dict[str, Any]]
     anchors: list[dict[str, Any]]
+    generated: dict[str, Any] | None = None
 
 
 def _mutant_rows(t: Theorem, passed: Sequence[WitnessEvidence]) -> list[dict[str, Any]]:
@@ -114,8 +124,95 @@ def _anchor_rows(t: Theorem, passed: Sequence[WitnessEvidence]) -> list[dict[str
     return rows
 
 
-def decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
-    """The verdict of theorem ``t`` from its bound witnesses' evidence in this run."""
+#: generated-mutant statuses that count as killed, and as survivors
+GEN_KILLED = (KILLED, "timeout")
+GEN_SURVIVORS = (SURVIVED, "uncovered")
+
+
+def _generated_status(outcomes: Sequence[str]) -> str:
+    for status in (KILLED, "timeout", BROKEN, SURVIVED):
+        if status in outcomes:
+            return status
+    if outcomes and all(o == "uncovered" for o in outcomes):
+        return "uncovered"
+    return INCONCLUSIVE if INCONCLUSIVE in outcomes else "not-run"
+
+
+def generated_summary(
+    t: Theorem, mutants: Sequence[GeneratedMutant], passed: Sequence[WitnessEvidence]
+) -> dict[str, Any]:
+    """The mutation score of ``t``: counts, and every survivor with file:line and diff."""
+    waivers = {w.mutant_id: w.reason for w in t.equivalent}
+    counts = {"generated": len(mutants), "killed": 0, "waived": 0, "survived": 0, "other": 0}
+    survivors: list[dict[str, Any]] = []
+    unmeasured: list[dict[str, Any]] = []
+    for m in mutants:
+        outs = [o for w in passed if (o := w.generated.get(m.id)) is not None]
+        status = "waived" if m.id in waivers else _generated_status(outs)
+        row = {
+            "id": m.id,
+            "operator": m.operator,
+            "where": f"{m.filename}:{m.line}",
+            "status": status,
+            "diff": m.diff,
+        }
+        if status in GEN_KILLED:
+            counts["killed"] += 1
+        elif status == "waived":
+            counts["waived"] += 1
+        elif status in GEN_SURVIVORS:
+            counts["survived"] += 1
+            survivors.append(row)
+        else:
+            counts["other"] += 1
+            if passed:  # with no passing witness nothing was measured: counts only
+                unmeasured.append(row)
+    n = counts["generated"]
+    score = (counts["killed"] + counts["waived"]) / n if n else 1.0
+    return {
+        **counts,
+        "score": round(score, 4),
+        "cache_hits": sum(w.generated_hits for w in passed),
+        "runs": sum(w.generated_runs for w in passed),
+        "seconds": round(sum(w.generated_seconds for w in passed), 3),
+        "survivors": survivors,
+        "unmeasured": unmeasured,
+        "waivers": [{"id": k, "reason": v} for k, v in waivers.items()],
+    }
+
+
+def decide(
+    t: Theorem,
+    witnesses: Sequence[WitnessEvidence],
+    generated: Sequence[GeneratedMutant] | None = None,
+) -> TheoremVerdict:
+    """The verdict of theorem ``t`` from its bound witnesses' evidence in this run.
+
+    ``generated`` (the theorem's generated mutants, when ``--fak-mutate`` is on) adds
+    the mutation score: a survivor that is not waived makes the theorem VACUOUS."""
+    tv = _decide(t, witnesses)
+    if generated is None or tv.verdict == SCOPED_OUT:
+        return tv
+    passed = [w for w in tv.witnesses if w.outcome == "passed"]
+    tv.generated = generated_summary(t, generated, passed)
+    if tv.verdict not in (PROVEN, VACUOUS, OPEN) or not passed:
+        return tv
+    g = tv.generated
+    if g["survived"]:
+        first = ", ".join(s["id"] for s in g["survivors"][:3])
+        more = f" and {g['survived'] - 3} more" if g["survived"] > 3 else ""
+        tv.reasons.append(
+            f"{g['survived']} of {g['generated']} generated mutants survived "
+            f"(neither killed nor waived): {first}{more}"
+        )
+        tv.verdict = VACUOUS
+    elif g["other"] and tv.verdict == PROVEN:
+        tv.reasons.append(f"{g['other']} generated mutants could not be measured")
+        tv.verdict = OPEN
+    return tv
+
+
+def _decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
     ws = sorted(witnesses, key=lambda w: w.nodeid)
     passed = [w for w in ws if w.outcome == "passed"]
     mutants = _mutant_rows(t, passed)

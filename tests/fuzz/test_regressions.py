@@ -44,6 +44,7 @@ def nested_body(field: str, depth: int) -> str:
     return f'{{"tool": "echo", "{field}": {{"a": {nest}}}}}'
 
 
+@pytest.mark.fak_theorem("D10.3")
 @pytest.mark.parametrize("depth", [70, MAX_JSON_DEPTH - 2])
 @pytest.mark.parametrize("route", ["/v1/fak/adjudicate", "/v1/fak/syscall"])
 def test_deep_arguments_are_a_malformed_deny_not_a_500(route: str, depth: int) -> None:
@@ -81,6 +82,7 @@ def test_bodies_deeper_than_the_gateway_reads_are_a_clear_400(depth: int) -> Non
             assert f"nests deeper than {MAX_JSON_DEPTH} levels" in message
 
 
+@pytest.mark.fak_theorem("A7.4")
 @pytest.mark.parametrize("text", ["\x1c", "\u2028", "\x85", "\u3000", " \x0b "])
 def test_non_json_white_space_arguments_are_malformed_not_empty(text: str) -> None:
     """The wire took any str.isspace() text as ``{}``: a call with arguments that are not

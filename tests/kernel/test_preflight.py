@@ -19,6 +19,8 @@ from fak_core import (
     VerdictKind,
     parse_policy,
 )
+from fak_core.preflight import SchemaRung
+from fak_core.schemas import compile_schema
 
 SCHEMA = {
     "type": "object",
@@ -109,7 +111,9 @@ def test_a_call_that_passes_every_rung_is_deferred_never_allowed() -> None:
     assert lad.catch_rate().caught == 0
 
 
-@pytest.mark.fak_theorem("A7.3")
+# The ladder's counters are updated by the anchors of A7.1 and A7.2 too, so this is their
+# witness as well: a generated mutant of a counter there must not survive.
+@pytest.mark.fak_theorem("A7.3", "A7.1", "A7.2")
 def test_catch_rate_counts_lifetime_calls() -> None:
     lad = ladder()
     assert (lad.catch_rate().caught, lad.catch_rate().total, lad.catch_rate().rate) == (0, 0, 0.0)
@@ -169,11 +173,81 @@ def test_negatives_ledger_is_fifo_bounded_with_an_eviction_count() -> None:
     assert lad.negatives.rows()[-1].call_hash != lad.negatives.rows()[0].call_hash
 
 
+@pytest.mark.fak_theorem("A7.3")
 def test_require_schema_refuses_unknown_tools() -> None:
     lad = ladder(require_schema=True)
     v = lad.adjudicate(CallView(ToolCall("frobnicate", "{}")))
     assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.UNKNOWN_TOOL)
-    assert "register" in v.claim
+    assert v.claim == (
+        "no schema is registered for tool 'frobnicate': register one or use a known tool"
+    )
+
+
+@pytest.mark.fak_theorem("A7.3")
+def test_rung1_says_why_on_every_path() -> None:
+    """Rung 1 reached by unparseable arguments (no parse rung below it) repeats rung 0's
+    reason; an exactly-validated (multipleOf) schema and a false schema name path and
+    keyword like the fast validator does."""
+    schemas = SchemaRegistry()
+    schemas.register("search_flights", SCHEMA)
+    view = CallView(ToolCall("search_flights", "{bad"))
+    catch = SchemaRung(schemas).check(view)
+    assert view.error is not None and catch is not None
+    assert (catch.reason, catch.detail) == (Reason.MALFORMED, view.error.detail)
+    exact = compile_schema({"type": "object", "properties": {"n": {"multipleOf": 5}}})
+    assert exact.first_error({"n": 3}) == "$.n: multipleOf: 3 is not a multiple of 5"
+    assert compile_schema(False).first_error(1) == "$: schema: False schema does not allow 1"
+
+
+@dataclass
+class NotARung:
+    name: str = "no-check"
+    cost: float = 0.5
+
+
+@pytest.mark.fak_theorem("A7.1")
+def test_a_rung_the_order_cannot_place_is_refused() -> None:
+    """The order is total over what the ladder accepts: no NaN cost, nothing without check."""
+    lad = ladder()
+    with pytest.raises(TypeError, match="is not a rung"):
+        lad.add_rung(NotARung())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="has a NaN cost"):
+        lad.add_rung(CostRung("nan", float("nan"), False, []))
+    assert [r.name for r in lad.rungs] == ["parse", "schema"]
+
+
+@pytest.mark.fak_theorem("A7.1", "A7.2")
+@given(
+    n=st.integers(min_value=1, max_value=5),
+    cost=st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0]),
+    catcher=st.data(),
+)
+def test_equal_costs_keep_registration_order_and_the_row_and_verdict_agree(
+    n: int, cost: float, catcher: st.DataObject
+) -> None:
+    """Rungs of equal declared cost (with each other and with the built-in rungs) run in
+    registration order; the catching rung's row and verdict carry the same rung numbers and
+    the detail (the row's cut to 512 characters)."""
+    log: list[str] = []
+    k = catcher.draw(st.integers(min_value=0, max_value=n - 1))
+    lad = ladder()
+    for i in range(n):
+        lad.add_rung(CostRung(f"u{i}-" + "x" * 600, cost, i == k, log))
+    order: list[str] = []
+    lad.set_probe(lambda num, r: order.append(r.name))
+    v = lad.adjudicate(CallView(ToolCall("search_flights", '{"origin": "SFO"}')))
+    builtins = {"parse": 0.0, "schema": 1.0}
+    expected = sorted(
+        [*builtins, *(f"u{i}-" + "x" * 600 for i in range(n))],
+        key=lambda name: builtins.get(name, cost),
+    )  # sorted() is stable: equal costs stay in registration order, built-ins first
+    assert [r.name for r in lad.rungs] == expected
+    failed = expected.index(f"u{k}-" + "x" * 600)
+    assert order == expected[: failed + 1]
+    (row,) = lad.negatives.rows()
+    assert row.detail == (f"u{k}-" + "x" * 600 + " caught")[:512]
+    assert v.claim and row.detail.startswith(v.claim)  # the verdict cuts its claim shorter
+    assert dict(v.meta) == {"rung_passed": str(failed - 1), "rung_failed": str(failed)}
 
 
 def test_the_kernel_ladder_is_rank_10_in_the_default_chain() -> None:
@@ -184,6 +258,7 @@ def test_the_kernel_ladder_is_rank_10_in_the_default_chain() -> None:
     assert k.ladder.negatives.rows()[0].rung_failed == 1
 
 
+@pytest.mark.fak_theorem("A7.4")
 def test_multiple_of_is_decided_exactly_not_in_floating_point() -> None:
     """jsonschema-rs takes 1.416682948592774e17 (exactly 141668294859277408) for a multiple
     of 5; rung 1 validates schemas with ``multipleOf`` exactly. Found by the A7.4 witness."""

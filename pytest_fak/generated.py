@@ -1,0 +1,218 @@
+"""Generated mutants: every standard one-token bug of an anchor, applied reversibly.
+
+For an anchor ``module:Qual.name`` naming a function or method, :func:`generate` parses
+its source with libcst (which round-trips the source exactly, so each mutant differs
+from the original in the mutated node alone), applies every operator of
+:mod:`pytest_fak.operators` at every site of the body, and returns the mutants in
+source order. A mutant's id is stable: ``<symbol>/<operator>/+<line>:<col>/<hash>``
+where ``+line:col`` is the mutated node's position relative to the ``def`` line and
+``hash`` the first 8 hex digits of SHA-256 over the mutated line(s) of text, so an edit
+elsewhere in the function keeps it (an edit above it that shifts lines does not).
+
+:meth:`GeneratedMutant.applied` compiles the mutated function in its module's globals
+(inside a class of the same name for a method, so private names mangle and ``super()``
+works as in the original, padded so line numbers match the file) and swaps the
+function's ``__code__`` while entered, so every caller sees the mutant, including code
+that imported the function by name; leaving restores the original code.
+"""
+
+from __future__ import annotations
+import __future__
+
+import contextlib
+import difflib
+import hashlib
+import inspect
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import CodeType, FunctionType
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from pytest_fak.operators import OPERATORS, sites
+from pytest_fak.symbols import SymbolError, function_of, lookup
+
+__all__ = ["GeneratedMutant", "MutantApplyError", "Generation", "generate"]
+
+
+class MutantApplyError(RuntimeError):
+    """A generated mutant could not be compiled or swapped in (the mutant is BROKEN)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratedMutant:
+    """One generated mutant of one anchor."""
+
+    id: str
+    symbol: str
+    operator: str
+    filename: str
+    line: int  #: first mutated line in the file
+    lines: frozenset[int]  #: the file lines of its statement, up to the mutated node's last
+    diff: str
+    _source: str = field(repr=False, default="")  #: the whole mutated function, dedented
+    _def_line: int = field(repr=False, default=1)  #: the file line of ``def``
+
+    @property
+    def description(self) -> str:
+        return OPERATORS[self.operator]
+
+    def current_code(self) -> CodeType | None:
+        """The code object of this mutant's last application (to find threads running it)."""
+        return _COMPILED.get(self.id)
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        target = _target(self.symbol)
+        code = _compile(target, self._source, self._def_line, self.symbol)
+        _COMPILED.clear()
+        _COMPILED[self.id] = code
+        original = target.__code__
+        target.__code__ = code
+        try:
+            yield
+        finally:
+            target.__code__ = original
+
+
+_COMPILED: dict[str, CodeType] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """The mutants of one anchor, or why it has none (``unmutable``)."""
+
+    symbol: str
+    source_sha256: str
+    mutants: tuple[GeneratedMutant, ...]
+    unmutable: str | None = None
+
+
+def _target(symbol: str) -> FunctionType:
+    fn = function_of(lookup(symbol))
+    if fn is None:
+        raise SymbolError(f"{symbol!r} is not a function")
+    return fn
+
+
+def _class_name(fn: FunctionType) -> str | None:
+    parts = fn.__qualname__.split(".")
+    if len(parts) >= 2 and parts[-2] != "<locals>":
+        return parts[-2]
+    return None
+
+
+def _compile(fn: FunctionType, source: str, def_line: int, symbol: str) -> CodeType:
+    cls = _class_name(fn)
+    flags = 0
+    if getattr(fn.__globals__.get("annotations"), "compiler_flag", None) == (
+        __future__.annotations.compiler_flag
+    ):
+        flags |= __future__.annotations.compiler_flag
+    if cls:
+        pad = "\n" * max(0, def_line - 2)
+        text = f"{pad}class {cls}:\n" + textwrap.indent(source, "    ")
+    else:
+        text = "\n" * max(0, def_line - 1) + source
+    try:
+        code = compile(text, fn.__code__.co_filename, "exec", flags, dont_inherit=True)
+        namespace: dict[str, Any] = dict(fn.__globals__)
+        exec(code, namespace)
+        holder: Any = namespace[cls].__dict__ if cls else namespace
+        new = holder[fn.__name__]
+        new = function_of(new)
+    except Exception as exc:
+        raise MutantApplyError(f"mutant of {symbol} does not compile: {exc}") from exc
+    if new is None or new.__code__.co_freevars != fn.__code__.co_freevars:
+        raise MutantApplyError(f"mutant of {symbol} changed its free variables")
+    return new.__code__
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def generate(symbol: str) -> Generation:
+    """Every generated mutant of the function ``symbol`` names, in source order."""
+    from pytest_fak.symbols import source_hash
+
+    fn = _target(symbol)
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return Generation(symbol, "", (), "its source is not available")
+    raw = "".join(lines)
+    sha = source_hash(raw)
+    if set(fn.__code__.co_freevars) - {"__class__"}:
+        return Generation(symbol, sha, (), "it is a closure (its free variables cannot be rebound)")
+    source = textwrap.dedent(raw)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return Generation(symbol, sha, (), f"libcst cannot parse it: {exc}")
+    wrapper = MetadataWrapper(module)
+    positions = wrapper.resolve(PositionProvider)
+    fdef = next((s for s in wrapper.module.body if isinstance(s, cst.FunctionDef)), None)
+    if fdef is None:
+        return Generation(symbol, sha, (), "its source is not a def statement")
+    def_rel = positions[fdef.name].start.line  # 1-based line of `def` in `source`
+    def_line = first + def_rel - 1
+    original = source.splitlines(keepends=True)
+    found, elifs = sites(fdef)
+    out: list[GeneratedMutant] = []
+    seen: set[str] = set()
+    for op, node, new, stmt in found:
+        rng: CodeRange = positions[node]
+        # coverage records statement lines: the mutant is reached when its statement is
+        stmt_line = min(positions[stmt].start.line, rng.start.line)
+        text = _node_text(node, new, original[rng.start.line - 1], id(node) in elifs)
+        head = original[rng.start.line - 1][: rng.start.column]
+        tail = original[rng.end.line - 1][rng.end.column :]
+        span = (head + text + tail).splitlines(keepends=True)
+        before = original[rng.start.line - 1 : rng.end.line]
+        if span == before:
+            continue
+        mutated = original[: rng.start.line - 1] + span + original[rng.end.line :]
+        rel = f"+{rng.start.line - def_rel}:{rng.start.column}"
+        mid = f"{symbol}/{op}/{rel}/{_digest(''.join(before) + '→' + ''.join(span))}"
+        if mid in seen:
+            continue
+        seen.add(mid)
+        diff = "".join(
+            difflib.unified_diff(original, mutated, fromfile=symbol, tofile=mid, n=1)
+        )
+        out.append(
+            GeneratedMutant(
+                mid,
+                symbol,
+                op,
+                fn.__code__.co_filename,
+                first + rng.start.line - 1,
+                frozenset(range(first + stmt_line - 1, first + rng.end.line)),
+                diff,
+                _source="".join(mutated[def_rel - 1 :]),
+                _def_line=def_line,
+            )
+        )
+    return Generation(symbol, sha, tuple(out))
+
+
+def _node_text(node: cst.CSTNode, new: cst.CSTNode, first_line: str, elif_: bool) -> str:
+    """The source of ``new`` as it replaces ``node`` in place (a statement re-indented)."""
+    if hasattr(new, "leading_lines"):
+        new = new.with_changes(leading_lines=[])
+    text = _EMPTY.code_for_node(new)
+    if isinstance(node, (cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler)):
+        text = text.removesuffix("\n")
+        indent = first_line[: len(first_line) - len(first_line.lstrip())]
+        lines = text.split("\n")
+        text = "\n".join([lines[0]] + [indent + ln if ln else ln for ln in lines[1:]])
+    if elif_:
+        text = "el" + text
+    return text
+
+
+_EMPTY = cst.Module(body=[])

@@ -1,0 +1,310 @@
+"""The generated-mutant phase of a proof run (``--fak-mutate=incremental|full``).
+
+Every process of the run generates the mutants of every anchor of every theorem
+(:mod:`pytest_fak.generated`) and checks the documents' **EQUIVALENT-MUTANTS.** waivers
+against them. After a witness passes, it is re-run under each generated mutant of its
+theorems' anchors, except a mutant that is waived, that another witness of the same
+theorem already killed (in this process, or in the cache), whose lines this witness never
+executed (``uncovered``: it cannot be killed by it), or whose outcome for this witness is
+cached (:mod:`pytest_fak.mutcache`). Each re-run has a deadline (a mutant that loops
+forever is killed by ``timeout``); code of the mutant still running in another thread
+when the deadline passes gets the same exception raised in that thread.
+
+The controller folds the outcomes per theorem: a mutant is killed when some passing
+witness failed under it; a mutant neither killed nor waived is a survivor, and a
+theorem with a survivor is not PROVEN (VACUOUS, with the survivors listed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+from pytest_fak.generated import GeneratedMutant, Generation, generate
+from pytest_fak.mutcache import MutantCache, witness_fingerprint
+from pytest_fak.symbols import SymbolError
+from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex
+
+__all__ = [
+    "MODES",
+    "TIMEOUT",
+    "UNCOVERED",
+    "GeneratedPhase",
+    "MutantQuarantine",
+    "MutantTimeout",
+    "deadline",
+    "interrupt_mutant",
+]
+
+MODES = ("off", "incremental", "full")
+UNCOVERED = "uncovered"
+TIMEOUT = "timeout"
+
+
+class MutantTimeout(BaseException):
+    """Raised into a witness (and any thread running the mutant) past its deadline.
+
+    A BaseException, so neither the witness nor Hypothesis mistakes it for a failure of
+    the test's own and keeps going."""
+
+
+def _holds(frame: FrameType | None, codes: set[CodeType]) -> bool:
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _codes(code: CodeType) -> set[CodeType]:
+    out = {code}
+    for c in code.co_consts:
+        if isinstance(c, CodeType):
+            out |= _codes(c)
+    return out
+
+
+def _interrupt_threads(codes: set[CodeType]) -> int:
+    """Raise :class:`MutantTimeout` in every other thread running one of ``codes``."""
+    me = threading.get_ident()
+    hit = 0
+    for tid, frame in sys._current_frames().items():
+        if tid != me and _holds(frame, codes):
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(tid), ctypes.py_object(MutantTimeout)
+            )
+            hit += 1
+    return hit
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`MutantTimeout` in the main thread after ``seconds`` (elsewhere: no-op)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "setitimer"
+    ):
+        yield
+        return
+
+    def fire(signum: int, frame: FrameType | None) -> None:
+        raise MutantTimeout(f"the witness ran past its {seconds:.1f} s deadline")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+class MutantQuarantine:
+    """Keeps what a mutant breaks in other threads out of the witness's own report.
+
+    A mutant can crash a thread the code starts (a journal's writer whose ``__init__`` lost
+    a line) or one that was already running; pytest would report that at the witness's
+    teardown as an error on the real code. While a mutant is applied, every uncaught thread
+    exception and unraisable exception is dropped (counted), and threads started then are
+    tagged so their later crashes are dropped too. Everything else reaches pytest as usual.
+    """
+
+    def __init__(self) -> None:
+        self.dropped = 0
+        self._active = False
+        self._prev: Any = None
+
+    def _hook(self, args: threading.ExceptHookArgs) -> None:
+        if self._active or getattr(args.thread, "_fak_under_mutant", False):
+            self.dropped += 1
+            return
+        self._prev(args)
+
+    def uninstall(self) -> None:
+        if self._prev is not None and threading.excepthook == self._hook:
+            threading.excepthook = self._prev
+        self._prev = None
+
+    @contextlib.contextmanager
+    def window(self) -> Iterator[None]:
+        if threading.excepthook != self._hook:
+            self._prev = threading.excepthook
+            threading.excepthook = self._hook
+        real_start = threading.Thread.start
+
+        def start(thread: threading.Thread) -> None:
+            thread._fak_under_mutant = True  # type: ignore[attr-defined]
+            real_start(thread)
+
+        prev_unraisable = sys.unraisablehook
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
+        sys.unraisablehook = self._drop
+        self._active = True
+        try:
+            yield
+        finally:
+            self._active = False
+            threading.Thread.start = real_start  # type: ignore[method-assign]
+            sys.unraisablehook = prev_unraisable
+
+    def _drop(self, unraisable: Any) -> None:
+        self.dropped += 1
+
+
+class GeneratedPhase:
+    """One process's view of the generated mutants, their waivers and the cache."""
+
+    def __init__(
+        self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str
+    ) -> None:
+        self.mode = mode
+        self.budget = budget
+        self.generations: dict[str, Generation] = {}
+        self.errors: list[TheoremError] = []
+        self.by_id: dict[str, GeneratedMutant] = {}
+        self.of_theorem: dict[str, list[GeneratedMutant]] = {}
+        for t in index:
+            if t.scoped_out is not None:
+                continue
+            ms: list[GeneratedMutant] = []
+            for a in t.anchors:
+                g = self._generation(a.symbol)
+                if g is not None:
+                    ms += [m for m in g.mutants if m.id not in {x.id for x in ms}]
+            self.of_theorem[t.id] = ms
+            self._check_waivers(t, {m.id for m in ms})
+        for ms in self.of_theorem.values():
+            for m in ms:
+                self.by_id[m.id] = m
+        self.cache = MutantCache(cache_dir, read=mode == "incremental")
+        self.local_kills: dict[str, set[str]] = {}
+        self.witnesses_of: dict[str, list[str]] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.hits = 0
+        self.runs = 0
+        self.seconds = 0.0
+
+    def _generation(self, symbol: str) -> Generation | None:
+        if symbol not in self.generations:
+            try:
+                self.generations[symbol] = generate(symbol)
+            except SymbolError:
+                return None  # the theorem loader already reported it
+        return self.generations[symbol]
+
+    def _check_waivers(self, t: Theorem, ids: set[str]) -> None:
+        for w in t.equivalent:
+            if w.mutant_id not in ids:
+                self.errors.append(
+                    TheoremError(
+                        t.path,
+                        w.line,
+                        f"the waiver of {w.mutant_id} in {t.id} names no generated mutant of "
+                        "its anchors (the code changed or the id is mistyped): remove the "
+                        "waiver, or re-check the mutant and copy its current id from the report",
+                    )
+                )
+
+    def anchor_shas(self) -> dict[str, str]:
+        return {s: g.source_sha256 for s, g in self.generations.items()}
+
+    # ------------------------------------------------------------------ witnesses
+    def bind_items(self, items: Sequence[Any], theorems_of: Any) -> None:
+        """Record every collected witness's fingerprint and theorems (for cached kills)."""
+        for item in items:
+            ts = theorems_of(item)
+            if not ts:
+                continue
+            self.fingerprints[item.nodeid] = witness_fingerprint(str(item.path), self.budget)
+            for t in ts:
+                self.witnesses_of.setdefault(t.id, []).append(item.nodeid)
+
+    def fingerprint(self, item: Any) -> str:
+        fp = self.fingerprints.get(item.nodeid)
+        if fp is None:
+            fp = self.fingerprints[item.nodeid] = witness_fingerprint(str(item.path), self.budget)
+        return fp
+
+    def cached(self, m: GeneratedMutant, nodeid: str) -> str | None:
+        fp = self.fingerprints.get(nodeid)
+        if fp is None:
+            return None
+        sha = self.generations[m.symbol].source_sha256
+        return self.cache.get(sha, m.id, nodeid, fp)
+
+    def killed_for(self, t: Theorem, m: GeneratedMutant, nodeid: str) -> bool:
+        """Whether another witness of ``t`` already killed ``m`` (here or in the cache)."""
+        if m.id in self.local_kills.get(t.id, ()):
+            return True
+        return any(
+            self.cached(m, other) in ("killed", TIMEOUT)
+            for other in self.witnesses_of.get(t.id, ())
+            if other != nodeid
+        )
+
+    def plan(
+        self, item: Any, theorems: Sequence[Theorem], lines: dict[str, set[int]] | None
+    ) -> tuple[dict[str, str], list[GeneratedMutant], int]:
+        """``(outcomes known without running, mutants to run, cache hits)`` for a witness."""
+        known: dict[str, str] = {}
+        todo: list[GeneratedMutant] = []
+        hits = 0
+        self.fingerprint(item)
+        for t in theorems:
+            waived = {w.mutant_id for w in t.equivalent}
+            for m in self.of_theorem.get(t.id, ()):
+                if m.id in known or m in todo or m.id in waived:
+                    continue
+                hit = self.cached(m, item.nodeid)
+                if hit is not None:
+                    known[m.id] = hit
+                    hits += 1
+                    continue
+                need = [
+                    x
+                    for x in theorems
+                    if m in self.of_theorem.get(x.id, ()) and not self.killed_for(x, m, item.nodeid)
+                ]
+                if not need:
+                    continue
+                ran = None if lines is None else lines.get(os.path.realpath(m.filename), set())
+                if ran is not None and not (m.lines & ran):
+                    known[m.id] = UNCOVERED
+                    continue
+                todo.append(m)
+        return known, todo, hits
+
+    def record_kill(self, theorems: Sequence[Theorem], mutant_id: str) -> None:
+        for t in theorems:
+            self.local_kills.setdefault(t.id, set()).add(mutant_id)
+
+    def timed(self) -> _Timer:
+        return _Timer(self)
+
+
+class _Timer:
+    def __init__(self, phase: GeneratedPhase) -> None:
+        self.phase = phase
+        self.start = 0.0
+
+    def __enter__(self) -> _Timer:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.phase.seconds += time.perf_counter() - self.start
+        self.phase.runs += 1
+
+
+def interrupt_mutant(m: GeneratedMutant) -> int:
+    """After a timeout: stop other threads still running the mutant's code."""
+    code = m.current_code()
+    return _interrupt_threads(_codes(code)) if code is not None else 0
