@@ -69,13 +69,14 @@ def test_size_limit_is_exact_at_its_boundary(
 ) -> None:
     text = json.dumps(doc, ensure_ascii=False)
     raw: str | bytes = text.encode() if as_bytes else text
-    limit = len(raw) + delta
-    if len(raw) > limit:
+    size = len(text.encode("utf-8"))  # the limit counts UTF-8 bytes, str or bytes (A7.5)
+    limit = size + delta
+    if size > limit:
         with pytest.raises(ArgsError) as err:
             parse_args(raw, max_bytes=limit)
         assert err.value.reason == Reason.OVERSIZE
         assert err.value.detail == (
-            f"arguments are {len(raw)} bytes, over the {limit}-byte limit: send less"
+            f"arguments are {size} bytes, over the {limit}-byte limit: send less"
         )
     else:
         assert parse_args(raw, max_bytes=limit) == doc
