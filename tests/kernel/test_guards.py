@@ -32,6 +32,7 @@ from fak_core import (
     sinks,
 )
 from fak_core.globmatch import Glob, compile_glob
+from fak_core.hosts import names_network_host
 
 # ----------------------------------------------------------------- D2.4 self-modify anywhere
 GLOBS = ("fak_core/", "theorems/", ".fak/", "fak-policy.json", "secrets/*.pem")
@@ -473,6 +474,20 @@ OLD_SECRETS = re.compile(
 )
 
 
+def _old_looks_external(value: str) -> bool:
+    """``looks_external`` (unkeyed) with the e-mail and host patterns as they were
+    (backtracking); URLs and addresses are read by the host canonicaliser either way."""
+    v = value.strip()
+    if not v or " " in v or not ("." in v or "@" in v or ":" in v or not v.isascii()):
+        return False
+    host = OLD_PATTERNS["_HOST"].match(v)
+    if host and v.rsplit(".", 1)[-1].lower() in sinks._FILE_SUFFIXES and "/" not in v:
+        return False
+    return bool(
+        OLD_PATTERNS["_EMAIL"].match(v) or "xn--" in v.lower() or names_network_host(v)
+    )
+
+
 SINK_TEXT = st.text(st.sampled_from("ab1-.:/@ \n\t\u212a\u017fA9x\u0663+"), max_size=16)
 SECRET_TEXT = st.lists(
     st.sampled_from(["-----BEGIN ", "PRIVATE KEY-----", " ", "A", "PRIVATE ", "sk-", "a" * 7, "-"]),
@@ -487,6 +502,7 @@ def test_the_possessive_patterns_match_what_the_backtracking_ones_did(
 ) -> None:
     for name, old in OLD_PATTERNS.items():
         assert bool(getattr(sinks, name).match(text)) == bool(old.match(text)), (name, text)
+    assert sinks.looks_external(text, False) == _old_looks_external(text)
     new = re.compile("|".join(f"(?:{p})" for p in admission.SECRET_PATTERNS))
     a, b = new.search(secret), OLD_SECRETS.search(secret)
     assert (a and a.span()) == (b and b.span()), secret
