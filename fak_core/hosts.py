@@ -366,10 +366,11 @@ class HostDenyList:
 
     def refusal(self, args: Any) -> str | None:
         """Why any string at any depth of the JSON value ``args`` is denied, or None."""
-        stack = [args.values()] if type(args) is dict else [[args]]
         plain, check, words = self._plain, self.check, not self._single
-        while stack:
-            for value in stack.pop():
+        stack: list[Any] | None = None  # only made when there is something nested
+        values = args.values() if type(args) is dict else (args,)
+        while True:
+            for value in values:
                 kind = type(value)
                 if kind is str:
                     # inlined first case of _plain: an ASCII word of letters names no host
@@ -381,7 +382,15 @@ class HostDenyList:
                         if why is not None:
                             return why
                 elif kind is dict:
-                    stack.append(value.values())
+                    if stack is None:
+                        stack = [value.values()]
+                    else:
+                        stack.append(value.values())
                 elif kind is list:
-                    stack.append(value)
-        return None
+                    if stack is None:
+                        stack = [value]
+                    else:
+                        stack.append(value)
+            if not stack:
+                return None
+            values = stack.pop()

@@ -92,14 +92,11 @@ class MemoryLedger:
         ).digest()
         return int.from_bytes(digest, "little") % TOMBSTONE_BUCKETS
 
-    def _buried(self, trace_id: str) -> Taint:
-        if not self.evicted:  # nothing was ever evicted: no hash to compute
-            return Taint.TRUSTED
-        return Taint(self._tomb[self._bucket(trace_id)])
-
     def level(self, trace_id: str) -> Taint:
         live = self._marks.get(trace_id, Taint.TRUSTED)
-        buried = self._buried(trace_id)
+        if not self.evicted:  # nothing was ever evicted: no tombstone to read, no hash
+            return live
+        buried = Taint(self._tomb[self._bucket(trace_id)])
         return live if live >= buried else buried
 
     def raise_to(self, trace_id: str, taint: Taint) -> Taint:
