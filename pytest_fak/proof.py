@@ -365,7 +365,7 @@ class ProofSession:
                 started = time.perf_counter()
                 for g in todo:
                     with self.quarantine.window():
-                        outcome = self._under_generated(item, g, limit)
+                        outcome = self._under_mutant(item, g, limit)
                     gen["generated"][g.id] = outcome
                     if outcome in kills:
                         phase.record_kill(theorems, g.id)
@@ -393,9 +393,11 @@ class ProofSession:
         return out, gen
 
     @staticmethod
-    def _under_generated(item: pytest.Item, m: Any, limit: float) -> str:
-        """Run the witness once inside generated mutant ``m`` with a deadline of ``limit``
-        seconds; past it the mutant is killed by ``timeout`` (it hangs the code)."""
+    def _under_mutant(item: pytest.Item, m: Any, limit: float | None = None) -> str:
+        """Run the witness once inside mutant ``m``; a mutant that cannot be applied or
+        undone is BROKEN, never a kill (an exception there says nothing about the code).
+        With a ``limit`` (generated mutants), a run past it is killed by ``timeout`` (the
+        mutant hangs the code)."""
         cm = m.applied()
         try:
             cm.__enter__()
@@ -405,7 +407,7 @@ class ProofSession:
             return verdicts.BROKEN
         outcome = verdicts.SURVIVED
         try:
-            with deadline(limit):
+            with deadline(limit) if limit is not None else contextlib.nullcontext():
                 item.runtest()
         except MutantTimeout:
             outcome = TIMEOUT
@@ -424,35 +426,6 @@ class ProofSession:
             return verdicts.BROKEN
         if outcome == TIMEOUT:
             interrupt_mutant(m)
-        return outcome
-
-    @staticmethod
-    def _under_mutant(item: pytest.Item, m: Any) -> str:
-        """Run the witness once inside mutant ``m``; a mutant that cannot be applied or
-        undone is BROKEN, never a kill (an exception there says nothing about the code)."""
-        cm = m.applied()
-        try:
-            cm.__enter__()
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException:
-            return verdicts.BROKEN
-        outcome = verdicts.SURVIVED
-        try:
-            item.runtest()
-        except pytest.skip.Exception:
-            outcome = verdicts.INCONCLUSIVE
-        except (KeyboardInterrupt, SystemExit):
-            cm.__exit__(None, None, None)
-            raise
-        except BaseException:
-            outcome = verdicts.KILLED
-        try:
-            cm.__exit__(None, None, None)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException:
-            return verdicts.BROKEN
         return outcome
 
     @pytest.hookimpl(wrapper=True)
