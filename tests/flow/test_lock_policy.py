@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from fak_core import Kernel, ToolCall, VerdictKind, default_policy
-from fak_core.flow import kernel_policy_for
+from fak_core.flow import ManifestError, kernel_policy_for
+from fak_core.flow.manifest import Manifest
 from fak_core.gateway.app import create_app
 from fak_core.gateway.bootstrap import BootstrapError, build_state, manifest_policy
 
@@ -98,3 +99,54 @@ def test_serving_a_tampered_manifest_is_refused_before_listening(tmp_path: Path,
     edit(body)
     with pytest.raises(BootstrapError, match="refused"):
         manifest_policy(str(_manifest_file(tmp_path, body)), "plan")
+
+
+def _edited(edit: Any) -> Manifest:
+    """GOOD with ``edit`` applied to a copy of its body, sealed but not re-verified."""
+    body = json.loads(json.dumps(GOOD.body))
+    edit(body)
+    return Manifest.seal(body)
+
+
+def _locked(body: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(e for e in body["lock"] if e["kind"] == "tool" and e["name"] == name)
+
+
+@pytest.mark.fak_theorem("F1.6")
+def test_a_reference_resolves_only_to_its_exact_lock_entry() -> None:
+    body = GOOD.body
+    by_digest = f"read_file@{_locked(body, 'read_file')['digest']}"
+
+    def plan_tools(tools: list[str], sub: list[str]) -> Any:
+        def edit(b: dict[str, Any]) -> None:
+            plan = next(n for n in b["nodes"] if n["id"] == "plan")
+            plan["tools"] = tools
+            plan["subagents"][0]["tools"] = sub
+
+        return edit
+
+    # a digest reference resolves like a version; a sub-agent's tools are the node's too
+    policy = kernel_policy_for(_edited(plan_tools([by_digest], ["run_tests@0.9.1"])), "plan")
+    assert policy.allow == ("read_file", "run_tests")
+    assert set(policy.schemas) == {"read_file"}
+    # a version or digest the lock does not hold, and a tool it does not hold, are refused
+    for ref in ("read_file@9.9.9", "read_file@sha256:" + "0" * 64, "shell@1.0.0"):
+        for tools, sub in (([ref], []), (["read_file@1.2.0"], [ref])):
+            with pytest.raises(ManifestError, match="is not in the capability lock"):
+                kernel_policy_for(_edited(plan_tools(tools, sub)), "plan")
+
+    def bad_schema(b: dict[str, Any]) -> None:
+        _locked(b, "read_file")["schema"] = {"type": 5}
+
+    with pytest.raises(ManifestError, match="does not compile to a policy"):
+        kernel_policy_for(_edited(bad_schema), "plan")
+
+
+@pytest.mark.fak_theorem("F1.6")
+def test_serving_needs_a_node_of_the_manifest(tmp_path: Path) -> None:
+    path = str(_manifest_file(tmp_path))
+    for node in (None, ""):
+        with pytest.raises(BootstrapError, match="needs --node ID"):
+            manifest_policy(path, node)
+    with pytest.raises(BootstrapError, match="--node ghost: the manifest has no node"):
+        manifest_policy(path, "ghost")

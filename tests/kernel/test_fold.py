@@ -14,25 +14,28 @@ REG = KindRegistry()
 VIEW = CallView(ToolCall("t", "{}"))
 
 
-def reference(chain: list[Fixed]) -> tuple[int, int]:
-    """An independent model of the fold: (kind, reason) from the verdicts alone."""
+def reference(chain: list[Fixed]) -> tuple[int, int, str]:
+    """An independent model of the fold: (kind, reason, by) from the verdicts alone."""
     conclusive = [
         a.verdict
         for a in chain
         if a.verdict.kind not in (VerdictKind.DEFER, VerdictKind.INDETERMINATE)
     ]
+    if not chain:
+        return VerdictKind.DENY, Reason.DEFAULT_DENY, "empty-policy"
     if not conclusive:
-        return VerdictKind.DENY, Reason.DEFAULT_DENY
+        indeterminate = [a.verdict.by for a in chain if a.verdict.kind == VerdictKind.INDETERMINATE]
+        return VerdictKind.DENY, Reason.DEFAULT_DENY, (indeterminate or ["all-defer"])[0]
     top = max(REG.rank(v.kind) for v in conclusive)
-    first = next(v for v in conclusive if REG.rank(v.kind) == top)
-    return first.kind, first.reason
+    first = next(v for v in conclusive if REG.rank(v.kind) == top)  # the earliest of equals
+    return first.kind, first.reason, first.by
 
 
 @pytest.mark.fak_theorem("D1")
 @given(chains)
 def test_fold_equals_the_reference_model(chain: list[Fixed]) -> None:
     v = fold(chain, VIEW, REG)
-    assert (v.kind, v.reason) == reference(chain)
+    assert (v.kind, v.reason, v.by) == reference(chain)
     assert v.kind != VerdictKind.DEFER
 
 
@@ -111,6 +114,7 @@ def test_unknown_kind_ranks_as_deny_and_absorbs() -> None:
     assert tail.calls == []
 
 
+@pytest.mark.fak_theorem("D1")
 def test_equal_ranks_keep_the_earliest() -> None:
     v = fold([Fixed(Verdict.allow("first")), Fixed(Verdict.allow("second"))], VIEW, REG)
     assert v.by == "first"
@@ -125,6 +129,7 @@ def test_a_raising_adjudicator_is_a_deny() -> None:
     v = fold([Fixed(Verdict.allow("a")), Boom()], VIEW, REG)
     assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.DEFAULT_DENY)
     assert "kaput" in v.claim
+    assert v.meta["fold"] == "error"
 
 
 @pytest.mark.fak_theorem("D1")
@@ -133,6 +138,8 @@ def test_a_non_verdict_answer_is_a_deny() -> None:
         def adjudicate(self, view: CallView) -> Verdict:
             return "ALLOW"  # type: ignore[return-value]
 
-    v = fold([Wrong()], VIEW, REG)
-    assert v.kind == VerdictKind.DENY
-    assert "not a Verdict" in v.claim
+    for chain in ([Wrong()], [Fixed(Verdict.allow("a")), Wrong()]):
+        v = fold(chain, VIEW, REG)
+        assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.DEFAULT_DENY)
+        assert "not a Verdict" in v.claim
+        assert dict(v.meta) == {"fold": "error"}

@@ -87,24 +87,40 @@ def test_load_dump_load_is_the_identity(policy: Policy, fmt: str) -> None:
     assert policy_digest(again) == policy_digest(policy)
 
 
+# what a caller may send that is not one JSON object (the floor is reached directly here)
+not_objects = st.sampled_from(["[]", "1", '"s"', "null", "nope", "{", '[{"a": 1}]'])
+
+
 @pytest.mark.fak_theorem("D2.2")
-@given(policies, st.data(), st.dictionaries(names, st.text(max_size=10), max_size=3))
+@given(
+    policies,
+    st.data(),
+    st.dictionaries(names, st.text(max_size=10), max_size=3).map(json.dumps) | not_objects,
+)
 def test_the_floor_never_allows_what_the_policy_does_not(
-    policy: Policy, data: st.DataObject, args: dict[str, str]
+    policy: Policy, data: st.DataObject, raw: str
 ) -> None:
     named = sorted({*policy.allow, *policy.deny, *(p + "x" for p in policy.allow_prefix)})
     tool = data.draw(st.sampled_from(named) | names if named else names, label="tool")
     k = Kernel(policy)
-    v = k.floor.adjudicate(k.view(ToolCall(tool, json.dumps(args))))
+    v = k.floor.adjudicate(k.view(ToolCall(tool, raw)))
     if tool in policy.deny:
         assert v.kind == VerdictKind.DENY
         assert k.reasons.name(v.reason) == policy.deny[tool]
+    elif not raw.startswith("{") or raw == "{":
+        assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.MALFORMED)
     allowed = tool in policy.allow or tool.startswith(tuple(policy.allow_prefix))
     if v.kind in (VerdictKind.ALLOW, VerdictKind.TRANSFORM):
         assert tool not in policy.deny
         assert allowed or policy.posture == "admit_and_log"
+        if not allowed:  # admitted only by the opt-out, and marked so for the log
+            assert dict(v.meta) == {"posture": "admit_and_log", "would_deny": "DEFAULT_DENY"}
+        else:
+            assert "posture" not in v.meta
     if not allowed and policy.posture == "fail_closed":
         assert v.kind == VerdictKind.DENY
+    if v.kind == VerdictKind.DENY:
+        assert v.claim, "a refusal says why"
 
 
 @pytest.mark.fak_theorem("D2.2")
@@ -122,6 +138,23 @@ def test_the_deny_map_wins_over_the_allow_list() -> None:
     assert k.decide(ToolCall("get_x", "{}")).kind == VerdictKind.ALLOW
     # a prefix is a prefix: it does not match inside a name
     assert k.decide(ToolCall("forget_x", "{}")).reason == Reason.DEFAULT_DENY
+    # scoped names (the MCP proxy's <server>__<tool>): a deny entry for a tool's own name
+    # denies it on every server, one for a whole scoped name denies that one
+    k = Kernel(
+        Policy(
+            allow_prefix=("srv__",),
+            deny={"wire_money": "POLICY_BLOCK", "srv__drop": "SECRET_EXFIL"},
+        )
+    )
+    k.floor.scope_names("__")
+    for tool, reason in (
+        ("srv__wire_money", Reason.POLICY_BLOCK),
+        ("other__wire_money", Reason.POLICY_BLOCK),
+        ("srv__drop", Reason.SECRET_EXFIL),
+    ):
+        v = k.decide(ToolCall(tool, "{}"))
+        assert (v.kind, v.reason) == (VerdictKind.DENY, reason), tool
+    assert k.decide(ToolCall("srv__get_x", "{}")).kind == VerdictKind.ALLOW
 
 
 @pytest.mark.fak_theorem("D2.3")
@@ -205,7 +238,7 @@ def test_floor_rules() -> None:
         Policy(
             allow=("write_file", "get_page", "http_get"),
             self_modify_globs=("fak_core/",),
-            redact_fields=("password",),
+            redact_fields=("password", "token"),
             arg_rules=(
                 ArgRule("write_file", "path", allow_glob="/work/*"),
                 ArgRule("get_page", "q", deny_regex="(?i)drop table", reason="POLICY_BLOCK"),
@@ -223,8 +256,13 @@ def test_floor_rules() -> None:
         "DENY",
         "SELF_MODIFY",
     )
+    # only a write-shaped tool is refused for naming a protected path: reading it is not
+    assert decide("get_page", {"q": "fak_core/kernel.py"})[0] == "ALLOW"
     assert decide("write_file", {"path": "/etc/passwd"})[:2] == ("DENY", "POLICY_BLOCK")
     assert decide("write_file", {"path": "/work/notes.txt"})[0] == "ALLOW"
+    # an allow_glob reads a backslash as a separator and resolves ".." before matching
+    assert decide("write_file", {"path": "/work\\notes.txt"})[0] == "ALLOW"
+    assert decide("write_file", {"path": "/work\\..\\etc\\passwd"})[:2] == ("DENY", "POLICY_BLOCK")
     assert decide("get_page", {"q": "x; DROP TABLE users"})[:2] == ("DENY", "POLICY_BLOCK")
     assert decide("get_page", {"body": "123456789"})[:2] == ("DENY", "POLICY_BLOCK")
     assert decide("http_get", {"url": "http://169.254.169.254/latest"})[:2] == (
@@ -234,6 +272,10 @@ def test_floor_rules() -> None:
     assert decide("http_get", {"url": "https://evil.example/x"})[:2] == ("DENY", "EGRESS_BLOCK")
     v = k.decide(ToolCall("get_page", '{"q": "a", "password": "hunter2"}'))
     assert v.kind == VerdictKind.TRANSFORM and json.loads(v.repaired_args or "") == {"q": "a"}
+    assert v.meta["redacted"] == "password"
+    v = k.decide(ToolCall("get_page", '{"token": "t", "q": "a", "password": "hunter2"}'))
+    assert json.loads(v.repaired_args or "") == {"q": "a"}
+    assert v.meta["redacted"] == "password,token"  # every removed key, sorted
     # redaction never turns a tool the policy does not allow into a TRANSFORM
     assert decide("unlisted", {"password": "x"})[:2] == ("DENY", "DEFAULT_DENY")
 

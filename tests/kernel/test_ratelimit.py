@@ -117,9 +117,11 @@ STEPS = st.one_of(
     st.tuples(
         st.just("call"), st.sampled_from(TRACES), st.sampled_from(["ok", "forbidden", "malformed"])
     ),
-    st.tuples(st.just("tick"), st.sampled_from([0.5, 2.5, 4.0, 9.5, 10.0])),
+    # 9.9995: the window ends within a millisecond, where retry_after_ms is floored at 1
+    st.tuples(st.just("tick"), st.sampled_from([0.5, 2.5, 4.0, 9.5, 9.9995, 10.0])),
     st.tuples(st.just("reset"), st.sampled_from([*TRACES, None])),
 )
+OK3 = [("call", "t0", "ok")] * CAP
 
 
 def _expected_wait(start: float, now: float) -> str:
@@ -128,52 +130,117 @@ def _expected_wait(start: float, now: float) -> str:
 
 @pytest.mark.fak_theorem("D9")
 @settings(max_examples=120, deadline=None)
-@given(st.lists(STEPS, max_size=40))
-@example([("call", "t0", "ok")] * 3 + [("tick", 2.5), ("call", "t0", "forbidden")])
-@example([("call", "t1", "malformed")] * 4 + [("call", "t1", "ok")] * 3 + [("reset", "t0")])
-def test_the_limiter_matches_a_fixed_window_model(steps: list[tuple[object, ...]]) -> None:
+@given(st.lists(STEPS, max_size=40), st.sampled_from([2, 8192]))
+@example([*OK3, ("tick", 2.5), ("call", "t0", "forbidden")], 8192)
+@example([("call", "t1", "malformed")] * 4 + [("call", "t1", "ok")] * 3 + [("reset", "t0")], 8192)
+# a new window starts from zero: exactly CAP more calls, the used count read at the boundary
+@example([*OK3, ("tick", 10.0), *OK3, ("call", "t0", "ok")], 8192)
+# retry_after_ms is 1 when less than a millisecond of the window is left
+@example([*OK3, ("tick", 9.9995), ("call", "t0", "ok")], 8192)
+# reset() clears every key
+@example([*OK3, ("reset", None), ("call", "t0", "ok")], 8192)
+# two live windows: charging a third key drops the least recently charged one
+@example(
+    [("call", "t0", "ok"), ("call", "t1", "ok"), ("call", "t0", "ok"), ("call", "t2", "ok")], 2
+)
+def test_the_limiter_matches_a_fixed_window_model(
+    steps: list[tuple[object, ...]], max_keys: int
+) -> None:
     """Per trace: calls 1..CAP of a window pass, later ones wait with the exact retry-after;
-    a call refused for any reason spends nothing; reset clears exactly the named key."""
+    a call refused for any reason spends nothing; reset clears exactly the named key; at
+    most ``max_keys`` windows are kept, the least recently charged dropped first."""
     k, clock = limited(CAP)
     limiter = k.rate_limiter
     assert limiter is not None
-    windows: dict[str, tuple[float, int]] = {}  # key -> (window start, calls charged)
+    limiter.max_keys = max_keys
+    windows: dict[str, tuple[float, int]] = {}  # key -> (window start, calls charged), LRU first
     for step in steps:
         if step[0] == "tick":
             clock.now += float(step[1])  # type: ignore[arg-type]
-            continue
-        if step[0] == "reset":
+        elif step[0] == "reset":
             key = None if step[1] is None else f"trace:{step[1]}"
             limiter.reset(key)
             if key is None:
                 windows.clear()
             else:
                 windows.pop(key, None)
-            continue
-        _, trace, what = step
-        key = f"trace:{trace}"
-        now = clock.now
-        start, used = windows.get(key, (now, 0))
-        if now - start >= WINDOW:
-            start, used = now, 0
-        tool, args = {
-            "ok": ("get_a", "{}"),
-            "forbidden": ("rm", "{}"),
-            "malformed": ("get_a", "{"),
-        }[str(what)]
-        v = k.decide(ToolCall(tool, args, str(trace)))
-        if used >= CAP:
-            assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.RATE_LIMITED), step
-            assert v.meta["retry_after_ms"] == _expected_wait(start, now)
-            continue
-        windows[key] = (start, used + 1 if what == "ok" else used)
-        if what == "ok":
-            assert v.kind == VerdictKind.ALLOW, (step, v)
         else:
-            assert v.kind == VerdictKind.DENY and v.reason != Reason.RATE_LIMITED, (step, v)
+            _check_call(k, clock.now, windows, max_keys, step)
         for t in TRACES:
             s0, u0 = windows.get(f"trace:{t}", (0.0, 0))
-            assert limiter.used(f"trace:{t}") == (u0 if clock.now - s0 < WINDOW else 0)
+            assert limiter.used(f"trace:{t}") == (u0 if clock.now - s0 < WINDOW else 0), step
+
+
+def _check_call(
+    k: Kernel,
+    now: float,
+    windows: dict[str, tuple[float, int]],
+    max_keys: int,
+    step: tuple[object, ...],
+) -> None:
+    _, trace, what = step
+    key = f"trace:{trace}"
+    start, used = windows.get(key, (now, 0))
+    if now - start >= WINDOW:
+        start, used = now, 0
+    tool, args = {
+        "ok": ("get_a", "{}"),
+        "forbidden": ("rm", "{}"),
+        "malformed": ("get_a", "{"),
+    }[str(what)]
+    v = k.decide(ToolCall(tool, args, str(trace)))
+    if used >= CAP:
+        assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.RATE_LIMITED), step
+        wait = _expected_wait(start, now)
+        assert (v.meta["retry_after_ms"], v.meta["retry_after"]) == (wait, wait + "ms")
+        return
+    # charged before the other adjudicators run (and refunded if they refuse): the key
+    # becomes the most recently charged either way
+    windows.pop(key, None)
+    windows[key] = (start, used + 1 if what == "ok" else used)
+    while len(windows) > max_keys:
+        del windows[next(iter(windows))]
+    if what == "ok":
+        assert v.kind == VerdictKind.ALLOW, (step, v)
+    else:
+        assert v.kind == VerdictKind.DENY and v.reason != Reason.RATE_LIMITED, (step, v)
+
+
+@pytest.mark.fak_theorem("D9")
+def test_a_refund_never_reaches_past_its_window() -> None:
+    """A refused call settled late gives nothing back to a later window, nor below zero."""
+    from fak_core import CallView
+    from fak_core.ratelimit import RateLimiter
+
+    clock = Clock()
+    clock.now = 0.0  # an unseen key's count is 0 at any clock reading, even within W of 0
+    lim = RateLimiter(RateLimit(2, 10.0, "trace"), clock=clock)
+    assert lim.used("trace:never") == 0
+    clock.now = 100.0
+    first = CallView(ToolCall("get_a", "{}", "t"))
+    assert lim.adjudicate(first).kind == VerdictKind.DEFER
+    clock.now += 10.0  # the window ends before the first call is settled
+    second = CallView(ToolCall("get_a", "{}", "t"))
+    lim.adjudicate(second)
+    second.settle(True)
+    first.settle(False)  # its window is gone: the new window keeps its charge
+    assert lim.used("trace:t") == 1
+    # a key reset while a call is pending, then charged again in the same instant
+    third = CallView(ToolCall("get_a", "{}", "t"))
+    lim.adjudicate(third)
+    lim.reset("trace:t")
+    fourth = CallView(ToolCall("get_a", "{}", "t"))
+    lim.adjudicate(fourth)
+    third.settle(False)  # same start: it refunds the fourth's slot (the count is 1 → 0)
+    fourth.settle(False)  # nothing left to refund: the count stays at 0, never -1
+    assert lim.used("trace:t") == 0
+    allowed = 0
+    for _ in range(4):
+        view = CallView(ToolCall("get_a", "{}", "t"))
+        if lim.adjudicate(view).kind == VerdictKind.DEFER:
+            allowed += 1
+            view.settle(True)
+    assert allowed == 2
 
 
 @pytest.mark.fak_theorem("D9")

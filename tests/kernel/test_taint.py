@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from fak_core import (
@@ -21,6 +22,7 @@ from fak_core import (
     VerdictKind,
     classify,
 )
+from fak_core.ledger import ENTRY_OVERHEAD
 
 POLICY = Policy(allow=("send_email", "fetch_url", "read_file", "Read", "run_shell", "delete_row"))
 EGRESS = '{"to": "alice@example.com", "body": "hi"}'
@@ -66,6 +68,86 @@ def test_ledger_is_lru_bounded() -> None:
     assert ledger.tombstones >= 1
 
 
+LRU_IDS = ["a", "b", "c", "d", "\u00e9"]  # "é" is two UTF-8 bytes: the budget counts bytes
+ONE = 96 + 1  # the documented per-mark estimate (ledger.ENTRY_OVERHEAD) plus a 1-byte id
+lru_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["raise", "reset"]), st.sampled_from(LRU_IDS), st.sampled_from(list(Taint))
+    ),
+    max_size=30,
+)
+R, Z = "raise", "reset"
+T, Q, OK = Taint.TAINTED, Taint.QUARANTINED, Taint.TRUSTED
+
+
+def _lru_model(
+    limit: int, max_bytes: int, script: list[tuple[str, str, Taint]], ledger: MemoryLedger
+) -> None:
+    """Replay ``script`` on ``ledger`` and on a plain model of the documented bounds."""
+    assert ENTRY_OVERHEAD + 1 == ONE
+    live: OrderedDict[str, Taint] = OrderedDict()  # least recently raised first
+    tomb: dict[str, Taint] = {}
+    evicted = 0
+
+    def cost(t: str) -> int:
+        return ENTRY_OVERHEAD + len(t.encode("utf-8"))
+
+    def level(t: str) -> Taint:
+        return max(live.get(t, OK), tomb.get(t, OK))
+
+    for op, trace, taint in script:
+        if op == "reset":
+            ledger.reset(trace)
+            live.pop(trace, None)
+        else:
+            got = ledger.raise_to(trace, taint)
+            if trace in live and taint <= live[trace]:
+                live.move_to_end(trace)  # an unchanged mark is still recently raised
+            elif trace in live or taint != OK:
+                live[trace] = taint
+                live.move_to_end(trace)
+                while len(live) > limit or (sum(map(cost, live)) > max_bytes and len(live) > 1):
+                    old, mark = live.popitem(last=False)
+                    tomb[old] = max(tomb.get(old, OK), mark)
+                    evicted += 1
+            assert got == level(trace)
+        assert len(ledger) == len(live) <= limit
+        assert ledger.evicted == evicted
+        assert ledger.stats()["ledger_bytes"] == sum(map(cost, live))
+        assert ledger.tombstones == len(tomb)
+        for t in LRU_IDS:
+            assert ledger.level(t) == level(t), (t, op, trace, taint)
+
+
+@pytest.mark.fak_theorem("C4.1")
+@given(
+    st.integers(min_value=1, max_value=4),
+    st.sampled_from([ONE * k + d for k in (0, 1, 2, 3) for d in (-1, 0, 1) if ONE * k + d >= 1]),
+    lru_ops,
+)
+# a raise that leaves the mark unchanged still makes it recent: b goes, a stays resettable
+@example(2, 10_000, [(R, "a", T), (R, "b", T), (R, "a", T), (R, "c", T), (Z, "a", OK)])
+# a raise that lifts a mark makes it recent too
+@example(2, 10_000, [(R, "a", T), (R, "b", T), (R, "a", Q), (R, "c", T), (Z, "a", OK)])
+# exactly at the byte budget nothing is evicted; one byte over, the oldest goes
+@example(4, 2 * ONE, [(R, "a", T), (R, "b", T), (R, "c", T)])
+# a single mark over the budget stays (the newest mark is always kept); two over: one goes
+@example(4, ONE - 1, [(R, "a", T), (R, "b", T), (R, "b", Q)])
+@example(4, 2 * ONE - 1, [(R, "a", T), (R, "b", T), (R, "c", T)])
+# a reset returns its bytes, a reset of an unknown trace returns none
+@example(4, 2 * ONE, [(R, "a", T), (R, "b", T), (Z, "a", OK), (Z, "d", OK), (R, "c", T)])
+# a TRUSTED raise of an unknown trace stores nothing
+@example(1, 10_000, [(R, "a", T), (R, "b", OK), (R, "c", OK), (Z, "a", OK)])
+def test_the_ledger_bounds_evict_the_least_recently_raised_mark(
+    limit: int, max_bytes: int, script: list[tuple[str, str, Taint]]
+) -> None:
+    ledger = MemoryLedger(limit=limit, max_bytes=max_bytes)
+    # tombstone buckets are keyed per ledger; a shared bucket would (correctly) join two
+    # traces' marks, which this per-trace model does not describe
+    assume(len({ledger._bucket(t) for t in LRU_IDS}) == len(LRU_IDS))
+    _lru_model(limit, max_bytes, script, ledger)
+
+
 def kernel() -> Kernel:
     k = Kernel(POLICY)
     k.register_tool("fetch_url", lambda a: "weather: sunny")
@@ -82,6 +164,7 @@ def test_untrusted_result_taints_the_session_and_egress_is_then_denied() -> None
     v = k.decide(ToolCall("send_email", EGRESS, "s"))
     assert (v.kind, v.reason, v.by) == (VerdictKind.DENY, Reason.TRUST_VIOLATION, "ifc-sink")
     assert v.claim == "EGRESS sink fed tainted data"
+    assert dict(v.meta) == {"ifc_sink": "EGRESS", "ifc_flow": "tainted"}
     # the explicit reset is the only way down
     k.reset_trace("s")
     assert k.decide(ToolCall("send_email", EGRESS, "s")).kind == VerdictKind.ALLOW
