@@ -41,8 +41,8 @@ def compile_policy_pattern(text: str, where: str) -> PolicyPattern:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise PolicyPatternError(
-            f"policy key {where!r}: the regular expression {text!r} is not supported "
-            f"({detail}). Policy patterns run in linear time (RE2): drop backreferences "
+            f"policy key {where!r}: invalid regular expression {text!r} for RE2 ({detail}); "
+            f"policy patterns run in linear time (RE2): drop backreferences "
             f"(\\1), lookahead/lookbehind ((?=, (?!, (?<=, (?<!), possessive quantifiers "
             f"(a++, a*+) and atomic groups ((?>...)), keep repeat counts at most 1000"
         ) from None
