@@ -285,10 +285,16 @@ class ResultScreen:
         )
 
     def _has_secret(self, text: str) -> bool:
+        if self._secret.search(text) is not None:
+            return True
         extra = self._extra_secret
-        return self._secret.search(text) is not None or (
-            extra is not None and extra.search(text) is not None
-        )
+        if extra is None:
+            return False
+        try:
+            return extra.search(text) is not None
+        except UnicodeEncodeError:  # a lone surrogate (a host's str; wire JSON has none)
+            utf8 = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+            return extra.search(utf8) is not None
 
     def configure(self, config: ScreenConfig) -> None:
         """Swap the marker and page-out settings (the policy's ``screen`` table)."""

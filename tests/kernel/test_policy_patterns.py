@@ -156,3 +156,11 @@ _SIMPLE = st.recursive(
 def test_re2_agrees_with_re_on_simple_patterns(pattern: str, text: str) -> None:
     ours = compile_policy_pattern(pattern, "arg_rules[0].deny_regex")
     assert (ours.search(text) is not None) == (re.search(pattern, text) is not None), pattern
+
+
+def test_a_policy_secret_pattern_screens_a_result_with_a_lone_surrogate() -> None:
+    kernel = _kernel({"secret_patterns": ["tok_[0-9]+"]})
+    for text, found in (("x\ud800 tok_123", True), ("x\ud800 tok_", False)):
+        verdict = kernel.screen_text(ToolCall("read"), Result(Status.OK, text))
+        assert "error" not in verdict.meta, verdict
+        assert (verdict.kind == VerdictKind.QUARANTINE) == found, verdict
