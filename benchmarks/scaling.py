@@ -6,6 +6,9 @@ full of near-miss words, the ``a@....@`` e-mail shape, thousands of nested keys)
 the median time of: the preflight ladder (parse and schema), the floor's self-modify guard,
 redaction, sink classification, and the whole ``Kernel.decide``; then the time ratio per
 doubling of the size (linear is about 2x) over 1 KiB → 64 KiB and 64 KiB → 1 MiB.
+The last rows run a catastrophic policy pattern, ``(a+)+$``, on ``aaa…a!`` as an
+``arg_rules`` deny_regex (whole ``Kernel.decide``) and as a ``secret_patterns`` entry
+(the result screen): policy patterns are compiled with RE2 (theorem D2.6).
 The first rows time ``orjson.loads`` alone, for reference: from 64 KiB to 1 MiB the data
 stops fitting in the CPU's caches, and C primitives (parsing, ``re.split``,
 ``os.path.normpath``, substring search) grow by more than 2x per doubling there too, the
@@ -27,6 +30,8 @@ from typing import Any
 import orjson
 
 from fak_core import Kernel, Taint, ToolCall, default_policy
+from fak_core.calls import Result, Status
+from fak_core.policy import load_policy
 from fak_core.sinks import classify
 from fak_core.view import CallView
 
@@ -120,7 +125,34 @@ def main(argv: list[str] | None = None) -> int:
             hi = (secs[2] / secs[1]) ** (1 / 4)
             cells = "".join(f"{s * 1e3:>11.3f}ms" for s in secs)
             print(f"{name:<22}{shape:<8}{cells}   {lo:>13.2f}x {hi:>7.2f}x")
+    _policy_patterns(ns.min_time)
     return 0
+
+
+def _policy_patterns(min_time: float) -> None:
+    """A catastrophic policy pattern, ``(a+)+$``, as a deny_regex and a secret pattern (RE2)."""
+    doc = {
+        "allow": ["note"],
+        "arg_rules": [{"tool": "note", "arg": "body", "deny_regex": "(a+)+$"}],
+        "secret_patterns": ["(a+)+$"],
+    }
+    kernel = Kernel(load_policy(orjson.dumps(doc).decode(), fmt="json"))
+
+    def deny_regex(n: int) -> Callable[[], object]:
+        call = ToolCall("note", orjson.dumps({"body": "a" * n + "!"}).decode())
+        return lambda: kernel.decide(call)
+
+    def secret_pattern(n: int) -> Callable[[], object]:
+        call, result = ToolCall("read"), Result(Status.OK, "a" * n + "!")
+        return lambda: kernel.screen_text(call, result)
+
+    rows = {"policy deny_regex": deny_regex, "policy secret_pattern": secret_pattern}
+    for name, make in rows.items():
+        secs = [_median(make(size - 200), min_time) for size in SIZES]
+        lo = (secs[1] / secs[0]) ** (1 / 6)
+        hi = (secs[2] / secs[1]) ** (1 / 4)
+        cells = "".join(f"{s * 1e3:>11.3f}ms" for s in secs)
+        print(f"{name:<22}{'a+!':<8}{cells}   {lo:>13.2f}x {hi:>7.2f}x")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from fak_core.calls import Result, ToolCall
+from fak_core.patterns import PolicyPattern, compile_policy_pattern
 from fak_core.reasons import Reason
 from fak_core.verdicts import Verdict
 
@@ -69,6 +70,7 @@ SECRET_PATTERNS = (
     r"xox[abposr]-[A-Za-z0-9\-]{10,}+",
     r"AIza[0-9A-Za-z_\-]{35}",
 )
+_BUILTIN_SECRET = re.compile("|".join(f"(?:{p})" for p in SECRET_PATTERNS))
 #: Phrases that try to steer the model from inside data (matched on the normalised text).
 INJECTION_MARKERS = (
     "ignore previous instructions",
@@ -269,8 +271,30 @@ class ResultScreen:
         )
 
     def set_patterns(self, extra: Iterable[str]) -> None:
-        """Secret shapes: the built-in ones plus ``extra`` (regular expressions)."""
-        self._secret = re.compile("|".join(f"(?:{p})" for p in (*SECRET_PATTERNS, *extra)))
+        """Secret shapes: the built-in ones plus ``extra`` (regular expressions).
+
+        The built-in shapes are audited possessive patterns (Python ``re``); ``extra`` comes
+        from a policy and is compiled with RE2 (:func:`compile_policy_pattern`): linear.
+        """
+        extra = tuple(extra)
+        self._secret = _BUILTIN_SECRET
+        self._extra_secret: PolicyPattern | None = (
+            compile_policy_pattern("|".join(f"(?:{p})" for p in extra), "secret_patterns")
+            if extra
+            else None
+        )
+
+    def _has_secret(self, text: str) -> bool:
+        if self._secret.search(text) is not None:
+            return True
+        extra = self._extra_secret
+        if extra is None:
+            return False
+        try:
+            return extra.search(text) is not None
+        except UnicodeEncodeError:  # a lone surrogate (a host's str; wire JSON has none)
+            utf8 = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+            return extra.search(utf8) is not None
 
     def configure(self, config: ScreenConfig) -> None:
         """Swap the marker and page-out settings (the policy's ``screen`` table)."""
@@ -300,7 +324,7 @@ class ResultScreen:
             return Verdict.allow(BY)
         rules = self._tools.get(call.tool, self._default)
         stripped = _stripped(body)
-        if self._secret.search(body) or (stripped != body and self._secret.search(stripped)):
+        if self._has_secret(body) or (stripped != body and self._has_secret(stripped)):
             return Verdict.quarantine(
                 Reason.RESULT_SECRET_DISCOVERED, BY, meta={"claim": "secret-shaped value in result"}
             )

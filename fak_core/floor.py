@@ -18,6 +18,7 @@ import orjson
 from fak_core.globmatch import compile_glob
 from fak_core.hosts import HostDenyList
 from fak_core.nonblocking import nonblocking
+from fak_core.patterns import compile_policy_pattern
 from fak_core.policy import ArgRule, Policy
 from fak_core.reasons import Reason, ReasonRegistry
 from fak_core.redact import Redactor
@@ -111,8 +112,12 @@ class CapabilityFloor:
         # every string in the arguments is read as a URL and as a host (fak_core.hosts)
         self._hosts = HostDenyList(policy.deny_hosts) if policy.deny_hosts else None
         rules: dict[str, list[tuple[ArgRule, Any, int]]] = {}
-        for r in policy.arg_rules:
-            compiled = re.compile(r.deny_regex) if r.deny_regex is not None else None
+        for i, r in enumerate(policy.arg_rules):
+            compiled = (
+                compile_policy_pattern(r.deny_regex, f"arg_rules[{i}].deny_regex")
+                if r.deny_regex is not None
+                else None
+            )
             rules.setdefault(r.tool.lower(), []).append((r, compiled, code(r.reason)))
         self._rules = rules
         self._log_only = policy.posture == "admit_and_log"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -19,6 +18,7 @@ from typing import Any
 
 from fak_core.admission import ScreenConfig, ToolScreen
 from fak_core.hosts import HostDenyList, HostError
+from fak_core.patterns import PolicyPatternError, compile_policy_pattern
 from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
 from fak_core.ratelimit import KEYS as RATE_KEYS
 from fak_core.ratelimit import RateLimit
@@ -127,9 +127,9 @@ def _reason(reasons: ReasonRegistry, key: str, name: str) -> str:
 
 def _regex(key: str, pattern: str) -> None:
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise _fail(key, f"invalid regular expression {pattern!r}: {exc}") from None
+        compile_policy_pattern(pattern, key)
+    except PolicyPatternError as exc:
+        raise PolicyError(str(exc)) from None
 
 
 def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
@@ -154,8 +154,8 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
         _reason(reasons, f"deny.{tool}", name)
 
     secret_patterns = _str_list(doc, "secret_patterns")
-    for p in secret_patterns:
-        _regex("secret_patterns", p)
+    for i, p in enumerate(secret_patterns):
+        _regex(f"secret_patterns[{i}]", p)
 
     gated = _str_list(doc, "gated_sinks") if "gated_sinks" in doc else Policy.gated_sinks
     for s in gated:

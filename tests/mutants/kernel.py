@@ -448,6 +448,20 @@ def email_backtracks() -> Any:
     return mock.patch.object(_sinks, "_EMAIL", re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"))
 
 
+@mutant("D2.6/policy-patterns-backtrack")
+def policy_patterns_backtrack() -> Any:
+    """Policy-supplied patterns compile with Python's backtracking ``re`` again."""
+    import re
+
+    def compile_re(text: str, where: str) -> Any:
+        return re.compile(text)
+
+    stack = contextlib.ExitStack()
+    for name in ("fak_core.floor", "fak_core.admission", "fak_core.policy"):
+        stack.enter_context(mock.patch(f"{name}.compile_policy_pattern", compile_re))
+    return stack
+
+
 @mutant("A7.5/counts-characters")
 def counts_characters() -> Any:
     """The arguments limit counts characters of a str, not its UTF-8 bytes (the original bug)."""
