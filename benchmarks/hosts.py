@@ -11,29 +11,16 @@ a URL or an e-mail address.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-import time
 from collections.abc import Callable
+
+from decide import percentiles  # benchmarks/decide.py, beside this script
 
 from fak_core import HostDenyList, Kernel, ToolCall, default_policy
 
 
 def p50(fn: Callable[[], object], samples: int) -> float:
-    for _ in range(min(2000, samples)):
-        fn()
-    clock = time.perf_counter_ns
-    times = []
-    gc.disable()
-    try:
-        for _ in range(samples):
-            t0 = clock()
-            fn()
-            times.append(clock() - t0)
-    finally:
-        gc.enable()
-    times.sort()
-    return times[len(times) // 2] / 1000
+    return percentiles(fn, samples)[0]
 
 
 def main() -> int:

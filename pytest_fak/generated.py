@@ -35,7 +35,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from pytest_fak.operators import OPERATORS, sites
 from pytest_fak.symbols import SymbolError, function_of, lookup
 
-__all__ = ["GeneratedMutant", "MutantApplyError", "Generation", "generate"]
+__all__ = ["GeneratedMutant", "MutantApplyError", "Generation", "generate", "swapped_code"]
 
 
 class MutantApplyError(RuntimeError):
@@ -70,12 +70,21 @@ class GeneratedMutant:
         code = _compile(target, self._source, self._def_line, self.symbol)
         _COMPILED.clear()
         _COMPILED[self.id] = code
-        original = target.__code__
-        target.__code__ = code
-        try:
+        with swapped_code(target, code):
             yield
-        finally:
-            target.__code__ = original
+
+
+@contextlib.contextmanager
+def swapped_code(target: FunctionType, code: CodeType) -> Iterator[None]:
+    """Run ``target`` with ``code`` while entered (every caller sees it: the function
+    object is kept), then put its own code back. ``mock.patch`` cannot do this:
+    ``__code__`` is not in the function's ``__dict__``."""
+    original = target.__code__
+    target.__code__ = code
+    try:
+        yield
+    finally:
+        target.__code__ = original
 
 
 _COMPILED: dict[str, CodeType] = {}

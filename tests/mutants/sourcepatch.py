@@ -11,12 +11,13 @@ because the function object itself is kept.
 from __future__ import annotations
 import __future__
 
-import contextlib
 import inspect
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
+
+from pytest_fak.generated import swapped_code
 
 __all__ = ["edited"]
 
@@ -40,15 +41,4 @@ def edited(fn: Callable[..., Any], *replacements: tuple[str, str]) -> AbstractCo
     new_code = namespace[target.__name__].__code__
     if new_code.co_freevars != target.__code__.co_freevars:
         raise AssertionError(f"mutant of {target.__qualname__} changed its free variables")
-    return _swapped(target, new_code)
-
-
-@contextlib.contextmanager
-def _swapped(target: Any, code: Any) -> Iterator[None]:
-    # mock.patch cannot restore __code__ (it is not in the function's __dict__).
-    original = target.__code__
-    target.__code__ = code
-    try:
-        yield
-    finally:
-        target.__code__ = original
+    return swapped_code(target, new_code)
