@@ -472,6 +472,7 @@ def test_deep_tool_output_is_screened_or_refused_never_a_500(kind: str, depth: i
     assert b"AKIAIOSFODNN7EXAMPLE" not in _UPSTREAM.requests[-1].body
 
 
+@pytest.mark.fak_theorem("D10.4")
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_what_a_text_part_carries_beside_its_text_is_screened(wire: str) -> None:
     """A secret in a text part's extra field was forwarded unscreened (only the text was

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
-from fak_core.gateway import anthropic_proxy, openai_proxy
+from fak_core.gateway import anthropic_proxy, carriers, openai_proxy
 from fak_core.gateway.carriers import ANTHROPIC_BLOCKS, OPENAI_ROLES, Carrier
 from fak_core.gateway.turn import InboundResult
 from pytest_fak import mutant
@@ -21,6 +21,7 @@ __all__: list[str] = []
 
 _real_anthropic_inbound = anthropic_proxy.inbound_results
 _real_apply = openai_proxy._apply
+_real_screen_text = carriers.screen_text
 
 
 # ------------------------------------------------------------------------------- D10.4
@@ -77,6 +78,25 @@ def unknown_blocks_pass() -> Any:
 
 
 # ------------------------------------------------------------------------------- D10.5
+@mutant("D10.4/text-part-extras-unread")
+def text_part_extras_unread() -> Any:
+    """The bug found on the way: of a content list made of text parts only the text is
+    screened, so a secret in a text part's extra field goes upstream unscreened."""
+
+    def screen_text(content: Any) -> str:
+        if isinstance(content, list) and all(
+            isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            for p in content
+        ):
+            return "".join(p["text"] for p in content)
+        return _real_screen_text(content)
+
+    stack = contextlib.ExitStack()
+    for module in (openai_proxy, anthropic_proxy):
+        stack.enter_context(mock.patch.object(module, "screen_text", screen_text))
+    return stack
+
+
 @mutant("D10.5/server-tool-use-passes")
 def server_tool_use_passes() -> Any:
     """The regression: the provider-run tool uses (``server_tool_use``, ``mcp_tool_use``)

@@ -29,13 +29,15 @@ def _snapshot() -> tuple[object, ...]:
                 openai_proxy._apply,
                 openai_proxy.strip_fak,
                 anthropic_proxy.strip_fak,
+                openai_proxy.screen_text,
+                anthropic_proxy.screen_text,
             )
         ),
     )
 
 
 def test_the_module_registers_its_mutants() -> None:
-    assert len(IDS) == 7
+    assert len(IDS) == 8
     assert {i.split("/")[0] for i in IDS} == {"D10.4", "D10.5", "D10.6"}
 
 
