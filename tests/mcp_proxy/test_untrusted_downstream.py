@@ -183,7 +183,8 @@ def nest(draw: st.DrawFn, leaf: str) -> Any:
         if shape == "list":
             value = [draw(JSON_LEAF), value]
         elif shape == "value":
-            value = {draw(st.from_regex(r"[a-z]{1,8}", fullmatch=True)): value, "n": 1}
+            # the sibling first: a drawn key "n" must not overwrite the canary
+            value = {"n": 1, draw(st.from_regex(r"[a-z]{1,8}", fullmatch=True)): value}
         else:
             value = {leaf: draw(JSON_LEAF)}
     return value
