@@ -672,7 +672,7 @@ class ProofSession:
                 if tid in by_theorem:
                     by_theorem[tid].append(self.evidence[nodeid])
         phase = self.generated
-        return [
+        tvs = [
             verdicts.decide(
                 t,
                 by_theorem[t.id],
@@ -680,6 +680,17 @@ class ProofSession:
             )
             for t in self.index
         ]
+        failed = self.selection.collect_errors
+        for tv in tvs:
+            if failed and not tv.witnesses and tv.verdict == verdicts.OPEN:
+                # not an orphan we can name: its witnesses may be in what failed to collect
+                shown = ", ".join(failed[:3]) + (" …" if len(failed) > 3 else "")
+                tv.verdict = verdicts.ERROR
+                tv.reasons = [
+                    f"no collected test binds it, and collection failed in {shown}: "
+                    "its witnesses may be there"
+                ]
+        return tvs
 
     def _write_cache(self) -> None:
         phase = self.generated

@@ -271,8 +271,9 @@ def _decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
 
 
 def _first_line(failure: dict[str, Any] | None) -> str:
-    """The last non-blank line of a failure message (pytest puts the exception there)."""
+    """The exception line of a failure message (pytest marks it ``E``), else its last line."""
     text = str((failure or {}).get("message") or "no message")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    line = lines[-1] if lines else "no message"
+    marked = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    line = marked[0] if marked else (lines[-1] if lines else "no message")
     return line if len(line) <= 300 else line[:299] + "…"
