@@ -219,3 +219,15 @@ def test_collect_only_writes_nothing(pytester: pytest.Pytester) -> None:
     before = (pytester.path / "proofs" / "verdicts.json").read_bytes()
     assert pytester.runpytest("--fak-theorems", "--co", "-k", "upper").ret == 0
     assert (pytester.path / "proofs" / "verdicts.json").read_bytes() == before
+
+
+def test_a_witness_deselected_on_xdist_workers_is_carried_over(pytester: pytest.Pytester) -> None:
+    # -m deselects on the workers; the controller learns of it from their output
+    project(pytester, witnesses=WITNESSES2.replace('("CL1.2")', '("CL1.2")\n@pytest.mark.slow'))
+    pytester.makeini("[pytest]\naddopts = -p no:schemathesis\nmarkers = slow\n")
+    assert pytester.runpytest_subprocess("--fak-theorems", "-n", "2").ret == 0
+    result = pytester.runpytest_subprocess("--fak-theorems", "-n", "2", "-m", "not slow")
+    assert result.ret == 0, result.stdout.str()
+    vs = verdicts(pytester)
+    assert vs["CL1.1"]["ran"] is True
+    assert vs["CL1.2"]["carried_over"]["reason"] == "none of its 1 witnesses was selected"
