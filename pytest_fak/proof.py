@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fak import ci, hyp, report, verdicts
+from pytest_fak import ci, hyp, inputs, report, verdicts
 from pytest_fak.anchors import AnchorProbe
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
@@ -131,6 +131,7 @@ class ProofSession:
         self.transitions: list[str] = []
         self.last_line: str | None = None
         self.annotations: list[str] = []
+        self.mutant_sources: dict[str, Any] = {}
         self.git: dict[str, Any] = {}
         if not self.is_worker:
             cmp = config.getoption("fak_compare")
@@ -484,6 +485,12 @@ class ProofSession:
                 kind = _error_kind(call.excinfo)
                 if kind:
                     data["error_kind"] = kind
+                sources: dict[str, Any] = {}
+                for t in self._theorems_of(item):
+                    for decl in t.mutants:
+                        m = registry.get(decl.id)
+                        sources[decl.id] = inputs.mutant_source(m.factory) if m else None
+                data["mutant_sources"] = sources
             rep.fak = data  # type: ignore[attr-defined]
         return rep
 
@@ -499,6 +506,8 @@ class ProofSession:
             ev = self.evidence[nodeid] = verdicts.WitnessEvidence(nodeid)
             self.bound[nodeid] = list(data.get("theorems", []))
         ev.duration_s += float(report.duration)
+        for mid, where in (data.get("mutant_sources") or {}).items():
+            self.mutant_sources[mid] = tuple(where) if where else None
         wasxfail = hasattr(report, "wasxfail")
         if report.when == "setup":
             if report.failed:
@@ -607,7 +616,7 @@ class ProofSession:
             )
             if skip is not None:
                 not_run[tv.theorem.id] = skip
-        self.result = report.build(self._run_info(), tvs, not_run, previous)
+        self.result = report.build(self._run_info(tvs), tvs, not_run, previous)
         self.config.hook.pytest_fak_modify_report(config=self.config, report=self.result)
         try:
             self.written = report.write(self.result, report_dir)
@@ -628,7 +637,7 @@ class ProofSession:
         if ci.failing(self.result, self.fail_on) and session.exitstatus in (0, 5):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _run_info(self) -> report.RunInfo:
+    def _run_info(self, tvs: list[verdicts.TheoremVerdict]) -> report.RunInfo:
         return report.RunInfo(
             rootpath=self.rootpath,
             report_dir=self._report_dir(),
@@ -641,6 +650,15 @@ class ProofSession:
             pack_nodeids=self.pack_nodeids(),
             git=self.git,
             selection=self.selection.describe() if self.selection.partial else [],
+            inputs={
+                tv.theorem.id: inputs.record(
+                    [w.nodeid for w in tv.witnesses],
+                    {m.id: self.mutant_sources.get(m.id) for m in tv.theorem.mutants},
+                    tv.theorem.depends_on,
+                    self.rootpath,
+                )
+                for tv in tvs
+            },
         )
 
     def _own_files(self) -> list[Path]:

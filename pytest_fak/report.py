@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,8 @@ class RunInfo:
     git: dict[str, Any]
     #: what made the run partial (empty: a full run)
     selection: list[str]
+    #: theorem id → what its verdict depends on (:func:`pytest_fak.inputs.record`)
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def relpath(path: str | os.PathLike[str], root: Path) -> str:
@@ -150,6 +152,7 @@ def _fresh(tv: TheoremVerdict, run: RunInfo, date: str) -> dict[str, Any]:
         "mutants": tv.mutants,
         "anchors": tv.anchors,
         "generated": _relative(tv.generated, root),
+        "inputs": run.inputs.get(t.id),
     }
 
 
@@ -164,6 +167,7 @@ def _carried(prev: dict[str, Any], prev_doc: dict[str, Any], why: str) -> dict[s
     rec["ran"] = False
     rec["carried_over"] = {"date": first.get("date"), "commit": first.get("commit"), "reason": why}
     rec.setdefault("idle_witnesses", [])
+    rec.setdefault("inputs", None)
     for w in rec.get("witnesses", []):
         if isinstance(w, dict):
             w.setdefault("error_kind", None)

@@ -138,11 +138,14 @@ def test_a_partial_run_fails_on_what_it_ran(pytester: pytest.Pytester) -> None:
 def test_only_some_witnesses_of_a_theorem_is_not_a_verdict(pytester: pytest.Pytester) -> None:
     # CL1.1 has two witnesses; only the second kills the mutant. Running the first alone
     # must not make CL1.1 VACUOUS (nor PROVEN): it is carried over.
-    two = WITNESSES2 + """
+    two = (
+        WITNESSES2
+        + """
 @pytest.mark.fak_theorem("CL1.1")
 def test_upper_weak():
     assert clamplib.clamp(3) == 3
 """
+    )
     project(pytester, witnesses=two)
     assert pytester.runpytest("--fak-theorems").ret == 0
     result = pytester.runpytest("--fak-theorems", "-k", "weak")
@@ -174,7 +177,7 @@ def test_fak_theorem_selects_a_theorem_with_its_witnesses_and_mutants(
 
 
 def test_fak_theorem_naming_an_orphan_fails(pytester: pytest.Pytester) -> None:
-    project(pytester, witnesses=WITNESSES2.split("@pytest.mark.fak_theorem(\"CL1.2\")")[0])
+    project(pytester, witnesses=WITNESSES2.split('@pytest.mark.fak_theorem("CL1.2")')[0])
     result = pytester.runpytest("--fak-theorems", "--fak-theorem", "CL1.2")
     assert result.ret == 1
     t = verdicts(pytester)["CL1.2"]
@@ -185,7 +188,7 @@ def test_fak_theorem_naming_an_orphan_fails(pytester: pytest.Pytester) -> None:
 def test_an_orphan_in_a_k_run_is_open_but_not_counted_and_fails_a_full_run(
     pytester: pytest.Pytester,
 ) -> None:
-    project(pytester, witnesses=WITNESSES2.split("@pytest.mark.fak_theorem(\"CL1.2\")")[0])
+    project(pytester, witnesses=WITNESSES2.split('@pytest.mark.fak_theorem("CL1.2")')[0])
     partial = pytester.runpytest("--fak-theorems", "-k", "upper")
     assert partial.ret == 0
     t = verdicts(pytester)["CL1.2"]
