@@ -1,5 +1,14 @@
 """The verdict report: ``verdicts.json`` (versioned schema) and ``PROOFS.md``.
 
+``verdicts.json`` is validated against the JSON Schema shipped beside this module
+(``verdicts.schema.json``) before anything is written. Each theorem's record says whether
+it ``ran`` in this run; one that did not (a partial run, :mod:`pytest_fak.selection`)
+keeps its record from the report being replaced, with ``carried_over`` giving the date
+and commit of the run that decided it and why it was not re-run. ``run`` says what
+selected the run and counts the verdicts that ran (the exit status counts only those).
+``git`` is the commit and whether the work tree differed from it (``null`` when unknown,
+:mod:`pytest_fak.provenance`); ``inputs`` what ``fak proofs check`` re-hashes.
+
 Deterministic means: for the same code, theorem documents and tool versions on the same
 machine, both files are byte-identical from run to run except the keys listed in the
 JSON's ``deterministic_except`` (the generation time, each verdict's date, witness
@@ -289,7 +298,7 @@ def summary_line(summary: dict[str, int], not_run: int = 0) -> str:
     parts = [f"{summary.get(v, 0)} {v}" for v in VERDICTS[:4]]
     parts += [f"{summary[v]} {v}" for v in VERDICTS[4:] if summary.get(v)]
     if not_run:
-        parts.append(f"{not_run} not run (last verdict kept)")
+        parts.append(f"{not_run} not run")
     return "fak: " + " · ".join(parts)
 
 

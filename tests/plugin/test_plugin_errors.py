@@ -6,18 +6,21 @@ import pytest
 
 from .plugin_project import DOC, make_project, verdicts
 
-
-def test_a_fixture_that_fails_to_set_up_is_error(pytester: pytest.Pytester) -> None:
-    make_project(
-        pytester,
-        witness="""
+BROKEN_FIXTURE = """
 import pytest
 import clamplib
 
 @pytest.fixture
 def data():
     raise RuntimeError("the fixture data file is missing")
+"""
 
+
+def test_a_fixture_that_fails_to_set_up_is_error(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        witness=BROKEN_FIXTURE
+        + """
 @pytest.mark.fak_theorem("CL1.1")
 def test_clamp(data):
     assert clamplib.clamp(99) == 10
@@ -67,16 +70,10 @@ def test_clamp_in_range(bound, x):
 def test_a_real_failure_beats_an_error(pytester: pytest.Pytester) -> None:
     make_project(
         pytester,
-        witness="""
-import pytest
-import clamplib
-
-@pytest.fixture
-def broken():
-    raise RuntimeError("setup")
-
+        witness=BROKEN_FIXTURE
+        + """
 @pytest.mark.fak_theorem("CL1.1")
-def test_errors(broken):
+def test_errors(data):
     pass
 
 @pytest.mark.fak_theorem("CL1.1")
