@@ -440,7 +440,8 @@ class ProofSession:
         """Run the witness once inside mutant ``m``; a mutant that cannot be applied or
         undone is BROKEN, never a kill (an exception there says nothing about the code).
         With a ``limit`` (generated mutants), a run past it is killed by ``timeout`` (the
-        mutant hangs the code)."""
+        mutant hangs the code). A run Hypothesis refused (a health check, unsatisfiable
+        inputs) is inconclusive, not a kill."""
         cm = m.applied()
         try:
             cm.__enter__()
@@ -459,8 +460,11 @@ class ProofSession:
         except (KeyboardInterrupt, SystemExit):
             cm.__exit__(None, None, None)
             raise
-        except BaseException:
-            outcome = verdicts.KILLED
+        except BaseException as exc:
+            # Hypothesis refusing the witness (a health check, no satisfiable input) under
+            # the mutant is no counterexample: the property was never checked
+            refused = _error_kind(pytest.ExceptionInfo.from_exception(exc))
+            outcome = verdicts.INCONCLUSIVE if refused else verdicts.KILLED
         try:
             cm.__exit__(None, None, None)
         except (KeyboardInterrupt, SystemExit):

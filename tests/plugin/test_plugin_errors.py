@@ -116,3 +116,41 @@ def x():
     assert vs["CL1.1"]["verdict"] == "PROVEN"
     assert vs["CL1.2"]["verdict"] == "ERROR"
     assert "test_other.py" in vs["CL1.2"]["reasons"][0]
+
+
+def test_a_mutant_that_makes_hypothesis_refuse_the_witness_is_not_a_kill(
+    pytester: pytest.Pytester,
+) -> None:
+    # under the mutant every example is rejected by assume(): Hypothesis gives up
+    # (a health check) and the property is never checked, so the mutant is not killed
+    make_project(
+        pytester,
+        witness="""
+import pytest
+from hypothesis import assume, given, strategies as st
+import clamplib
+
+@pytest.mark.fak_theorem("CL1.1")
+@given(st.integers())
+def test_clamp_in_range(x):
+    y = clamplib.clamp(x)
+    assume(y is not None)
+    assert 0 <= y <= 10
+""",
+    )
+    pytester.makepyfile(
+        clampmutants="""
+from unittest import mock
+import clamplib
+from pytest_fak import mutant
+
+@mutant("CL1.1/no-upper")
+def no_upper():
+    return mock.patch.object(clamplib, "clamp", lambda x, lo=0, hi=10: None)
+"""
+    )
+    result = pytester.runpytest("--fak-theorems")
+    assert result.ret == 1
+    t = verdicts(pytester)["CL1.1"]
+    assert t["mutants"][0]["status"] == "inconclusive"
+    assert t["verdict"] == "OPEN"
