@@ -87,9 +87,9 @@ def mutant_source(factory: Any) -> tuple[str, str] | None:
 
 
 def _witness(nodeid: str, root: Path) -> tuple[str, str]:
-    parts = nodeid.split("::")
-    qual = ".".join(p.split("[", 1)[0] for p in parts[1:])
-    return _rel(root / parts[0], root), qual
+    path, _, rest = nodeid.partition("::")
+    qual = rest.split("[", 1)[0].replace("::", ".")  # a parameter id may hold "::"
+    return _rel(root / path, root), qual
 
 
 def record(
