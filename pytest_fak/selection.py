@@ -96,8 +96,11 @@ class Selection:
     def describe(self) -> list[str]:
         """What made this run partial, for the report."""
         out = list(self.signals)
-        if self.deselected:
-            out.append(f"{len(self.deselected)} witnesses deselected (-m, --deselect, …)")
+        chosen = self.chosen
+        # witnesses of chosen theorems that something else deselected (-m, --deselect)
+        other = [n for n, ids in self.deselected.items() if chosen is None or set(ids) & chosen]
+        if other:
+            out.append(f"{len(other)} witnesses deselected (-m, --deselect, …)")
         return out
 
     def choose(self, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -168,6 +168,8 @@ def test_fak_theorem_selects_a_theorem_with_its_witnesses_and_mutants(
     vs = verdicts(pytester)
     assert vs["CL1.2"]["ran"] and vs["CL1.2"]["mutants"][0]["status"] == "killed"
     assert vs["CL1.1"]["carried_over"]["reason"] == "not selected by --fak-theorem"
+    run = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())["run"]
+    assert run["selection"] == ["--fak-theorem CL1.2"]
     glob = pytester.runpytest("--fak-theorems", "--fak-theorem", "CL1.*")
     glob.assert_outcomes(passed=2)
     assert all(t["ran"] for t in verdicts(pytester).values())
