@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .plugin_project import DOC, make_project, verdicts
+from .plugin_project import DOC, MUTANTS, make_project, verdicts
 
 BROKEN_FIXTURE = """
 import pytest
@@ -138,17 +138,7 @@ def test_clamp_in_range(x):
     assert 0 <= y <= 10
 """,
     )
-    pytester.makepyfile(
-        clampmutants="""
-from unittest import mock
-import clamplib
-from pytest_fak import mutant
-
-@mutant("CL1.1/no-upper")
-def no_upper():
-    return mock.patch.object(clamplib, "clamp", lambda x, lo=0, hi=10: None)
-"""
-    )
+    pytester.makepyfile(clampmutants=MUTANTS.replace("max(x, lo)", "None"))
     result = pytester.runpytest("--fak-theorems")
     assert result.ret == 1
     t = verdicts(pytester)["CL1.1"]
