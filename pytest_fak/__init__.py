@@ -16,11 +16,12 @@ from pytest_fak.theorems import (
     load_theorems,
     parse_document,
 )
-from pytest_fak.verdicts import OPEN, PROVEN, REFUTED, SCOPED_OUT, STALE, VACUOUS, VERDICTS
+from pytest_fak.verdicts import ERROR, OPEN, PROVEN, REFUTED, SCOPED_OUT, STALE, VACUOUS, VERDICTS
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ERROR",
     "OPEN",
     "PROVEN",
     "REFUTED",

@@ -1,9 +1,11 @@
 """``fak proofs check``: which committed verdicts no longer match the code (STALE).
 
-A verdict is bound to the theorem's text and to the source of each of its anchors by
-SHA-256. The check re-reads the theorem documents and re-resolves the anchors; a
-theorem whose text or any anchor changed, whose anchor no longer resolves, that
-vanished, or that is new since the report, is listed as STALE and the exit status is 1.
+A verdict is bound by SHA-256 to the theorem's text, the source of each of its anchors,
+and its other inputs (:mod:`pytest_fak.inputs`): the source of each bound witness and of
+each declared mutant's factory, and each file it lists under **DEPENDS-ON.** The check
+re-reads the theorem documents, re-resolves the anchors and re-reads those sources; a
+theorem any of whose inputs changed, whose anchor no longer resolves, that vanished, or
+that is new since the report, is listed as STALE and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -37,8 +39,13 @@ def register(subparsers: Any) -> None:
     chk.set_defaults(func=_main)
 
 
-def check(report: dict[str, Any], dirs: list[Path]) -> tuple[list[tuple[str, str]], int]:
-    """``([(theorem id, why stale)], theorems checked)`` for ``report`` against ``dirs``."""
+def check(
+    report: dict[str, Any], dirs: list[Path], root: Path | None = None
+) -> tuple[list[tuple[str, str]], int]:
+    """``([(theorem id, why stale)], theorems checked)`` for ``report`` against ``dirs``;
+    ``root``: the project root the recorded witness, mutant and dependency files are under
+    (default: the working directory)."""
+    from pytest_fak.inputs import changed
     from pytest_fak.symbols import SymbolError, resolve
     from pytest_fak.theorems import TheoremIndex, load_theorems
 
@@ -56,6 +63,7 @@ def check(report: dict[str, Any], dirs: list[Path]) -> tuple[list[tuple[str, str
         if t.text_sha256 != rec.get("theorem_sha256"):
             stale.append((tid, "the theorem text changed"))
             continue
+        before = len(stale)
         for a in rec.get("anchors", []):
             try:
                 res = resolve(a["symbol"])
@@ -66,6 +74,10 @@ def check(report: dict[str, Any], dirs: list[Path]) -> tuple[list[tuple[str, str
             if res.sha256 != a.get("sha256"):
                 stale.append((tid, f"the source of anchor {a['symbol']} changed"))
                 break
+        if len(stale) == before:
+            why = changed(rec.get("inputs") or {}, root or Path.cwd())
+            if why:
+                stale.append((tid, "; ".join(why)))
     for t in current:
         if t.id not in reported:
             stale.append((t.id, "the theorem is not in the report (new since it was made)"))
@@ -92,7 +104,7 @@ def _main(ns: argparse.Namespace) -> int:
     dirs = [d if d.is_absolute() else root / d for d in dirs]
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    stale, total = check(report, dirs)
+    stale, total = check(report, dirs, root)
     for tid, why in stale:
         print(f"STALE {tid}: {why}")
     print(f"fak proofs check: {len(stale)} stale of {total} reported theorems ({path.name})")

@@ -1,4 +1,15 @@
-"""The hooks a downstream ``conftest.py`` or plugin implements to extend ``pytest_fak``."""
+"""The hooks a downstream ``conftest.py`` or plugin implements to extend ``pytest_fak``.
+
+Mark each implementation ``@pytest.hookimpl(optionalhook=True)``: the specs exist only
+while the plugin is loaded, so without the marker ``pytest -p no:fak`` stops with
+"unknown hook"; with it pytest ignores the hook when the plugin is off::
+
+    import pytest
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_fak_make_kernel(config):
+        ...
+"""
 
 from __future__ import annotations
 
@@ -21,8 +32,10 @@ def pytest_fak_make_kernel(config: pytest.Config) -> Any:
     the first non-``None`` result wins. Without an implementation the default
     ``fak_core.Kernel()`` is used. Example, in a downstream ``conftest.py``::
 
+        import pytest
         from fak_core import Kernel, Verdict, load_policy
 
+        @pytest.hookimpl(optionalhook=True)
         def pytest_fak_make_kernel(config):
             kernel = Kernel(load_policy("airline-policy.json"))
             kernel.add_adjudicator(BaggageLimit(max_bags=3), 50, name="baggage")
@@ -39,6 +52,7 @@ def pytest_fak_theorem_dirs(config: pytest.Config) -> list[str]:  # type: ignore
 
         from pathlib import Path
 
+        @pytest.hookimpl(optionalhook=True)
         def pytest_fak_theorem_dirs(config):
             return [str(Path(__file__).parent / "theorems")]
     """
@@ -52,6 +66,7 @@ def pytest_fak_modify_report(config: pytest.Config, report: dict[str, Any]) -> N
 
         import os
 
+        @pytest.hookimpl(optionalhook=True)
         def pytest_fak_modify_report(config, report):
             report["environment"]["ci_build"] = os.environ.get("BUILD_ID", "local")
     """

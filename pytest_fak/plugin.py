@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from pytest_fak import fixtures, hookspecs
+from pytest_fak.paths import PACK_DIR
 
 __all__ = ["DEFAULT_FAIL_ON", "PACK_DIR"]
 
-DEFAULT_FAIL_ON = "REFUTED,VACUOUS,OPEN,STALE"
-PACK_DIR = Path(__file__).parent / "pack"
+DEFAULT_FAIL_ON = "REFUTED,VACUOUS,OPEN,STALE,ERROR"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,6 +35,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="a directory of theorem documents (repeatable; default: ini fak_theorems_dirs, "
         "else theorems/)",
+    )
+    group.addoption(
+        "--fak-theorem",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only these theorems (repeatable; globs like 'D10.*'): their witnesses and "
+        "mutants run, every other theorem keeps its last verdict in the report (carried over)",
+    )
+    group.addoption(
+        "--fak-compare",
+        default=None,
+        metavar="PATH",
+        help="print how each verdict changed against a committed verdicts.json "
+        "(e.g. PROVEN -> REFUTED, new, removed)",
     )
     group.addoption(
         "--fak-report-dir",

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fak import hyp, report, verdicts
+from pytest_fak import ci, hyp, inputs, report, verdicts
 from pytest_fak.anchors import AnchorProbe
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
@@ -33,7 +33,10 @@ from pytest_fak.mutation import (
     deadline,
     interrupt_mutant,
 )
-from pytest_fak.theorems import Theorem, TheoremError, load_theorems
+from pytest_fak.paths import PACK_DIR
+from pytest_fak.provenance import git_info
+from pytest_fak.selection import Selection, marker_ids
+from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex, load_theorems
 
 __all__ = ["ProofSession"]
 
@@ -61,22 +64,30 @@ _THEOREMS = pytest.StashKey[tuple[str, ...]]()
 _EVIDENCE = pytest.StashKey[dict[str, Any]]()
 
 
-def _marker_ids(item: pytest.Item) -> tuple[list[str], list[str]]:
-    """(theorem ids, problems) from every ``fak_theorem`` marker on the item."""
-    ids: list[str] = []
-    problems: list[str] = []
-    for mark in item.iter_markers("fak_theorem"):
-        if not mark.args or mark.kwargs:
-            problems.append(
-                "@pytest.mark.fak_theorem takes theorem ids as positional strings, "
-                "e.g. @pytest.mark.fak_theorem('A7.1')"
-            )
-        for a in mark.args:
-            if not isinstance(a, str):
-                problems.append(f"theorem id {a!r} is not a string")
-            elif a not in ids:
-                ids.append(a)
-    return ids, problems
+_marker_ids = marker_ids
+
+#: Hypothesis exceptions that mean the witness never tested the code (ERROR, not REFUTED)
+_HYPOTHESIS_SETUP_ERRORS = (
+    "FailedHealthCheck",
+    "Unsatisfiable",
+    "InvalidArgument",
+    "InvalidDefinition",
+    "ResolutionFailed",
+)
+
+
+def _error_kind(excinfo: pytest.ExceptionInfo[BaseException] | None) -> str | None:
+    """``"hypothesis: <Error>"`` when the call failed because Hypothesis refused to run
+    the witness (a health check, unsatisfiable assumptions, invalid settings)."""
+    if excinfo is None or "hypothesis" not in sys.modules:
+        return None
+    import hypothesis.errors as herr
+
+    kinds = tuple(getattr(herr, n) for n in _HYPOTHESIS_SETUP_ERRORS if hasattr(herr, n))
+    exc = excinfo.value
+    if isinstance(exc, kinds):
+        return f"hypothesis: {type(exc).__name__}"
+    return None
 
 
 class ProofSession:
@@ -88,6 +99,7 @@ class ProofSession:
         self.rootpath = config.rootpath
         self.dirs = self._theorem_dirs()
         self.index, self.errors = load_theorems(self.dirs)
+        self.selection = Selection(config, self.index)
         self._import_mutant_modules()
         self.fail_on = self._fail_on()
         self.mutant_examples = int(config.getoption("fak_mutant_examples"))
@@ -111,10 +123,25 @@ class ProofSession:
         self.generated: GeneratedPhase | None = None
         self.cache_written: Path | None = None
         if self.mutate != "off" and not self.errors:
-            self.generated = GeneratedPhase(
-                self.index, self.mutate, self._cache_dir(), self._budget()
-            )
+            chosen = TheoremIndex(t for t in self.index if self.selection.wants(t.id))
+            self.generated = GeneratedPhase(chosen, self.mutate, self._cache_dir(), self._budget())
             self.errors += self.generated.errors
+        self.collect_only = bool(config.getoption("collectonly"))
+        self.committed: dict[str, Any] | None = None
+        self.transitions: list[str] = []
+        self.last_line: str | None = None
+        self.annotations: list[str] = []
+        self.mutant_sources: dict[str, Any] = {}
+        self.git: dict[str, Any] = {}
+        if not self.is_worker:
+            cmp = config.getoption("fak_compare")
+            if cmp:
+                path = Path(str(cmp))
+                path = path if path.is_absolute() else Path(config.invocation_params.dir) / path
+                self.committed = ci.load_committed(path)
+            # the state the run starts from, before it writes anything
+            self.git = git_info(self.rootpath, *self._own_files())
+            config.pluginmanager.register(_LastLine(self), "fak-last-line")
 
     # ------------------------------------------------------------------ configuration
     def _theorem_dirs(self) -> list[Path]:
@@ -128,8 +155,6 @@ class ProofSession:
         for extra in cfg.hook.pytest_fak_theorem_dirs(config=cfg):
             dirs += [Path(d) for d in extra]
         if cfg.getoption("fak_pack"):
-            from pytest_fak.plugin import PACK_DIR
-
             dirs.append(PACK_DIR / "theorems")
         seen: list[Path] = []
         for d in dirs:
@@ -275,12 +300,24 @@ class ProofSession:
         return rep
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.selection.choose(self.config, items)
         for item in items:
             ids, _ = _marker_ids(item)
+            # a test binding theorems --fak-theorem did not choose witnesses only the chosen
+            ids = [i for i in ids if self.selection.wants(i)]
             if ids:
                 item.stash[_THEOREMS] = tuple(ids)
                 for tid in ids:
                     item.user_properties.append(("fak_theorem", tid))
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.selection.record_deselected(items)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            where = report.nodeid or "(session)"
+            if where not in self.selection.collect_errors:
+                self.selection.collect_errors.append(where)
 
     # ------------------------------------------------------------------ running
     def _theorems_of(self, item: pytest.Item) -> list[Theorem]:
@@ -325,6 +362,12 @@ class ProofSession:
         ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
         if generated is not None:
             ev.update(generated)
+        # JUnit: what this witness did (the theorems' verdicts are testcases of their own)
+        killed = sorted(m for m, o in ev["mutants"].items() if o == verdicts.KILLED)
+        item.user_properties += [
+            ("fak_examples", ev["examples"] if ev["examples"] is not None else ""),
+            ("fak_mutants_killed", " ".join(killed)),
+        ]
         return res
 
     def _run_mutants(
@@ -397,7 +440,8 @@ class ProofSession:
         """Run the witness once inside mutant ``m``; a mutant that cannot be applied or
         undone is BROKEN, never a kill (an exception there says nothing about the code).
         With a ``limit`` (generated mutants), a run past it is killed by ``timeout`` (the
-        mutant hangs the code)."""
+        mutant hangs the code). A run Hypothesis refused (a health check, unsatisfiable
+        inputs) is inconclusive, not a kill."""
         cm = m.applied()
         try:
             cm.__enter__()
@@ -416,8 +460,11 @@ class ProofSession:
         except (KeyboardInterrupt, SystemExit):
             cm.__exit__(None, None, None)
             raise
-        except BaseException:
-            outcome = verdicts.KILLED
+        except BaseException as exc:
+            # Hypothesis refusing the witness (a health check, no satisfiable input) under
+            # the mutant is no counterexample: the property was never checked
+            refused = _error_kind(pytest.ExceptionInfo.from_exception(exc))
+            outcome = verdicts.INCONCLUSIVE if refused else verdicts.KILLED
         try:
             cm.__exit__(None, None, None)
         except (KeyboardInterrupt, SystemExit):
@@ -439,6 +486,15 @@ class ProofSession:
             if call.when == "call":
                 evidence: dict[str, Any] = item.stash.get(_EVIDENCE, {})
                 data.update(evidence)
+                kind = _error_kind(call.excinfo)
+                if kind:
+                    data["error_kind"] = kind
+                sources: dict[str, Any] = {}
+                for t in self._theorems_of(item):
+                    for decl in t.mutants:
+                        m = registry.get(decl.id)
+                        sources[decl.id] = inputs.mutant_source(m.factory) if m else None
+                data["mutant_sources"] = sources
             rep.fak = data  # type: ignore[attr-defined]
         return rep
 
@@ -454,10 +510,14 @@ class ProofSession:
             ev = self.evidence[nodeid] = verdicts.WitnessEvidence(nodeid)
             self.bound[nodeid] = list(data.get("theorems", []))
         ev.duration_s += float(report.duration)
+        for mid, where in (data.get("mutant_sources") or {}).items():
+            self.mutant_sources[mid] = tuple(where) if where else None
         wasxfail = hasattr(report, "wasxfail")
         if report.when == "setup":
             if report.failed:
                 ev.outcome = "error"
+                ev.error_kind = "setup"
+                ev.failure = {"message": _tail(report.longreprtext)}
             elif report.skipped:
                 ev.outcome = "xfailed" if wasxfail else "skipped"
                 ev.skip_reason = _skip_reason(report)
@@ -467,6 +527,9 @@ class ProofSession:
             elif report.skipped:
                 ev.outcome = "skipped"
                 ev.skip_reason = _skip_reason(report)
+            elif report.failed and data.get("error_kind"):
+                ev.outcome = "error"  # Hypothesis refused to run it: no counterexample
+                ev.error_kind = str(data["error_kind"])
             else:
                 ev.outcome = report.outcome
             ev.examples = data.get("examples")
@@ -482,6 +545,7 @@ class ProofSession:
                 ev.failure = failure
         elif report.when == "teardown" and report.failed and ev.outcome == "passed":
             ev.outcome = "error"
+            ev.error_kind = "teardown"
             ev.failure = {"message": _tail(report.longreprtext)}
 
     # ------------------------------------------------------------------ anchors
@@ -506,6 +570,7 @@ class ProofSession:
         mode = out.get("fak_anchor_mode")
         if mode:
             self.modes.add(mode)
+        self.selection.merge_worker(out)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -526,25 +591,90 @@ class ProofSession:
             wo = self.config.workeroutput  # type: ignore[attr-defined]
             wo["fak_anchors"] = anchors
             wo["fak_anchor_mode"] = self.probe.mode
+            wo["fak_deselected"] = self.selection.deselected
+            wo["fak_collect_errors"] = self.selection.collect_errors
             return
         self.anchor_results.update(anchors)
-        if self.errors or session.exitstatus not in (0, 1, 5):
+        if self.collect_only:
+            self.last_line = "fak: collect only: no verdicts, nothing written"
+            return
+        if self.errors:
+            self.last_line = "fak: FAILED: no verdicts: the theorem documents have errors"
+            return
+        if session.exitstatus not in (0, 1, 5):
+            why = "collection failed" if self.selection.collect_errors else "the run stopped"
+            self.last_line = f"fak: FAILED: no verdicts ({why}); the report is unchanged"
             return
         for nodeid, ev in self.evidence.items():
             ev.anchors = dict(self.anchor_results.get(nodeid, {}))
         tvs = self.verdicts()
         self._write_cache()
-        self.result = report.build(self, tvs)
+        report_dir = self._report_dir()
+        previous = report.load_previous(report_dir) if self.selection.partial else None
+        prev_by_id = report.previous_records(previous)
+        not_run: dict[str, tuple[str, bool]] = {}
+        for tv in tvs:
+            ran = [w.nodeid for w in tv.witnesses]
+            skip = self.selection.why_not_run(
+                tv.theorem, tv.verdict, ran, prev_by_id.get(tv.theorem.id)
+            )
+            if skip is not None:
+                not_run[tv.theorem.id] = skip
+        self.result = report.build(self._run_info(tvs), tvs, not_run, previous)
         self.config.hook.pytest_fak_modify_report(config=self.config, report=self.result)
-        self.written = report.write(self.result, self._report_dir())
-        failing = [tv for tv in tvs if tv.verdict in self.fail_on]
-        if failing and session.exitstatus in (0, 5):
+        try:
+            self.written = report.write(self.result, report_dir)
+        except ValueError as exc:
+            self.last_line = f"fak: FAILED: no report written: {exc}"
+            self.result = None
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        if self.committed is not None:
+            self.transitions = ci.compare(self.result, self.committed)
+        ci.junit_theorems(self.config, self.result, self.fail_on)
+        annotate, step_file = ci.github_env()
+        if step_file:
+            with open(step_file, "a", encoding="utf-8") as fh:
+                fh.write(ci.step_summary(self.result, self.fail_on, self.transitions))
+        self.annotations = ci.github_annotations(self.result, self.fail_on) if annotate else []
+        self.last_line = ci.final_line(self.result, self.fail_on)
+        if ci.failing(self.result, self.fail_on) and session.exitstatus in (0, 5):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _run_info(self, tvs: list[verdicts.TheoremVerdict]) -> report.RunInfo:
+        return report.RunInfo(
+            rootpath=self.rootpath,
+            report_dir=self._report_dir(),
+            dirs=self.dirs,
+            fail_on=self.fail_on,
+            mutant_examples=self.mutant_examples,
+            max_examples=self.max_examples,
+            mutate=self.mutate,
+            modes=self.modes,
+            pack_nodeids=self.pack_nodeids(),
+            git=self.git,
+            selection=self.selection.describe() if self.selection.partial else [],
+            inputs={
+                tv.theorem.id: inputs.record(
+                    [w.nodeid for w in tv.witnesses],
+                    {m.id: self.mutant_sources.get(m.id) for m in tv.theorem.mutants},
+                    tv.theorem.depends_on,
+                    self.rootpath,
+                )
+                for tv in tvs
+            },
+        )
+
+    def _own_files(self) -> list[Path]:
+        """What the run itself writes: the report's two files, the mutant cache."""
+        d = self._report_dir()
+        own = [d / "verdicts.json", d / "PROOFS.md"]
+        if self.mutate != "off":
+            own.append(self._cache_dir())
+        return own
 
     def pack_nodeids(self) -> dict[str, str]:
         """nodeid → ``pytest_fak.pack.<module>::<test>`` for the bundled pack's witnesses."""
-        from pytest_fak.plugin import PACK_DIR
-
         out: dict[str, str] = {}
         for item in self.session_items:
             path = Path(str(item.path))
@@ -564,7 +694,7 @@ class ProofSession:
                 if tid in by_theorem:
                     by_theorem[tid].append(self.evidence[nodeid])
         phase = self.generated
-        return [
+        tvs = [
             verdicts.decide(
                 t,
                 by_theorem[t.id],
@@ -572,6 +702,17 @@ class ProofSession:
             )
             for t in self.index
         ]
+        failed = self.selection.collect_errors
+        for tv in tvs:
+            if failed and not tv.witnesses and tv.verdict == verdicts.OPEN:
+                # not an orphan we can name: its witnesses may be in what failed to collect
+                shown = ", ".join(failed[:3]) + (" …" if len(failed) > 3 else "")
+                tv.verdict = verdicts.ERROR
+                tv.reasons = [
+                    f"no collected test binds it, and collection failed in {shown}: "
+                    "its witnesses may be there"
+                ]
+        return tvs
 
     def _write_cache(self) -> None:
         phase = self.generated
@@ -594,20 +735,50 @@ class ProofSession:
             return
         tr = terminalreporter
         tr.write_sep("-", "fak proofs")
-        if self.errors:
-            tr.write_line("fak: no verdicts: the theorem documents have errors (see above)")
-            return
         if self.result is None:
-            tr.write_line("fak: no verdicts: the run did not complete")
+            tr.write_line(self.last_line or "fak: no verdicts: the run did not complete")
             return
         for t in self.result["theorems"]:
-            if t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
+            if t["ran"] and t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
                 why = "; ".join(t["reasons"][:2])
                 tr.write_line(f"{t['verdict']:<10} {t['id']} {t['title']}: {why}")
-        s = self.result["summary"]
-        tr.write_line(report.summary_line(s))
+        run = self.result["run"]
+        if run["partial"]:
+            tr.write_line(
+                f"fak: partial run ({'; '.join(run['selection'])}): {run['not_run']} theorems "
+                f"not run, {run['carried_over']} keep their last verdict (carried over)"
+            )
+        tr.write_line(report.summary_line(run["summary"], run["not_run"]))
         for p in self.written:
             tr.write_line(f"fak: wrote {report.relpath(p, self.rootpath)}")
+        if self.committed is not None:
+            tr.write_line(
+                f"fak: against {self.config.getoption('fak_compare')}: "
+                + (f"{len(self.transitions)} changes" if self.transitions else "no change")
+            )
+            for line in self.transitions:
+                tr.write_line(f"  {line}")
+        for line in self.annotations:
+            tr.write_line(line)
+
+
+class _LastLine:
+    """Writes proof mode's verdict line after pytest's own ``N passed in …`` line, so the
+    last line of the run says whether the proofs failed and why."""
+
+    def __init__(self, ps: ProofSession) -> None:
+        self.ps = ps
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        finally:
+            tr = self.ps.config.pluginmanager.get_plugin("terminalreporter")
+            line = self.ps.last_line
+            if tr is not None and line:
+                failed = line.startswith("fak: FAILED")
+                tr.write_line(line, red=failed, green=not failed, bold=True)
 
 
 def _skip_reason(rep: pytest.TestReport) -> str | None:

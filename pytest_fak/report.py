@@ -1,5 +1,14 @@
 """The verdict report: ``verdicts.json`` (versioned schema) and ``PROOFS.md``.
 
+``verdicts.json`` is validated against the JSON Schema shipped beside this module
+(``verdicts.schema.json``) before anything is written. Each theorem's record says whether
+it ``ran`` in this run; one that did not (a partial run, :mod:`pytest_fak.selection`)
+keeps its record from the report being replaced, with ``carried_over`` giving the date
+and commit of the run that decided it and why it was not re-run. ``run`` says what
+selected the run and counts the verdicts that ran (the exit status counts only those).
+``git`` is the commit and whether the work tree differed from it (``null`` when unknown,
+:mod:`pytest_fak.provenance`); ``inputs`` what ``fak proofs check`` re-hashes.
+
 Deterministic means: for the same code, theorem documents and tool versions on the same
 machine, both files are byte-identical from run to run except the keys listed in the
 JSON's ``deterministic_except`` (the generation time, each verdict's date, witness
@@ -9,26 +18,33 @@ derandomised. ``PROOFS.md`` carries no durations at all.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
-import platform
-import subprocess
-import sys
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_fak.paths import VERDICTS_SCHEMA
+from pytest_fak.provenance import git_info, python, versions
 from pytest_fak.theorems import REGIMES
-from pytest_fak.verdicts import VERDICTS, TheoremVerdict
+from pytest_fak.verdicts import OPEN, VERDICTS, TheoremVerdict
 
-if TYPE_CHECKING:
-    from pytest_fak.proof import ProofSession
-
-__all__ = ["SCHEMA", "build", "git_info", "relpath", "render_markdown", "summary_line", "write"]
+__all__ = [
+    "SCHEMA",
+    "RunInfo",
+    "build",
+    "git_info",
+    "load_previous",
+    "relpath",
+    "render_markdown",
+    "schema_errors",
+    "summary_line",
+    "write",
+]
 
 SCHEMA = "pytest-fak/verdicts/v1"
-_PACKAGES = ("pytest-fak", "pytest", "hypothesis", "coverage", "pytest-xdist", "pytest-cov")
 DETERMINISTIC_EXCEPT = [
     "generated_at",
     "theorems[].date",
@@ -37,6 +53,27 @@ DETERMINISTIC_EXCEPT = [
     "theorems[].generated.runs",
     "theorems[].generated.seconds",
 ]
+
+
+@dataclass
+class RunInfo:
+    """What the report needs to know of the run: plain data, so the report depends on
+    nothing of proof mode."""
+
+    rootpath: Path
+    report_dir: Path
+    dirs: list[Path]
+    fail_on: set[str]
+    mutant_examples: int
+    max_examples: int | None
+    mutate: str
+    modes: set[str]
+    pack_nodeids: dict[str, str]
+    git: dict[str, Any]
+    #: what made the run partial (empty: a full run)
+    selection: list[str]
+    #: theorem id → what its verdict depends on (:func:`pytest_fak.inputs.record`)
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def relpath(path: str | os.PathLike[str], root: Path) -> str:
@@ -51,40 +88,6 @@ def relpath(path: str | os.PathLike[str], root: Path) -> str:
         return p.relative_to(pkg_parent).as_posix()
     except ValueError:
         return p.as_posix()
-
-
-def git_info(root: Path, exclude: Path | None = None, *more: Path) -> dict[str, Any]:
-    """The commit at ``root`` and whether the work tree differs from it (``exclude`` and
-    ``more`` aside: the report itself, the generated-mutant cache)."""
-
-    def run(*args: str) -> str | None:
-        try:
-            out = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return out.stdout
-
-    commit = run("rev-parse", "HEAD")
-    if commit is None:
-        return {"commit": None, "dirty": None}
-    spec = ["--", "."]
-    for ex in (exclude, *more):
-        if ex is not None:
-            spec.append(f":(exclude){relpath(ex, root)}")
-    status = run("status", "--porcelain", *spec)
-    return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
-
-
-def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def _relative(gen: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
@@ -113,76 +116,189 @@ def witness_command(nodeids: list[str], pack_paths: dict[str, str]) -> str:
     return " ".join(args)
 
 
-def build(ps: ProofSession, tvs: list[TheoremVerdict]) -> dict[str, Any]:
-    """The report as a plain JSON dict (before ``pytest_fak_modify_report``)."""
-    now = datetime.now(UTC).replace(microsecond=0)
-    root = ps.rootpath
-    report_dir = ps._report_dir()
-    pack = ps.pack_nodeids()
-    summary = {v: 0 for v in VERDICTS}
-    theorems = []
-    for tv in tvs:
-        t = tv.theorem
-        summary[tv.verdict] += 1
-        nodeids = [w.nodeid for w in tv.witnesses]
-        theorems.append(
+def _fresh(tv: TheoremVerdict, run: RunInfo, date: str) -> dict[str, Any]:
+    """The record of a theorem this run decided."""
+    t = tv.theorem
+    root = run.rootpath
+    nodeids = [w.nodeid for w in tv.witnesses]
+    killers = {n for m in tv.mutants for n in m["killed_by"]}
+    return {
+        "id": t.id,
+        "title": t.title,
+        "regime": t.regime,
+        "source": f"{relpath(t.path, root)}:{t.line}",
+        "verdict": tv.verdict,
+        "date": date,
+        "ran": True,
+        "carried_over": None,
+        "reasons": tv.reasons,
+        "statement": t.statement,
+        "proof": t.proof,
+        "caveats": list(t.caveats),
+        "scoped_out": t.scoped_out,
+        "theorem_sha256": t.text_sha256,
+        "witness_command": witness_command(nodeids, run.pack_nodeids) if nodeids else None,
+        "witnesses": [
             {
-                "id": t.id,
-                "title": t.title,
-                "regime": t.regime,
-                "source": f"{relpath(t.path, root)}:{t.line}",
-                "verdict": tv.verdict,
-                "date": now.date().isoformat(),
-                "reasons": tv.reasons,
-                "statement": t.statement,
-                "proof": t.proof,
-                "caveats": list(t.caveats),
-                "scoped_out": t.scoped_out,
-                "theorem_sha256": t.text_sha256,
-                "witness_command": witness_command(nodeids, pack) if nodeids else None,
-                "witnesses": [
-                    {
-                        "nodeid": w.nodeid,
-                        "outcome": w.outcome,
-                        "duration_s": round(w.duration_s, 3),
-                        "examples": w.examples,
-                        "skip_reason": w.skip_reason,
-                        "failure": w.failure,
-                        "mutants": dict(sorted(w.mutants.items())),
-                        "anchors": dict(sorted(w.anchors.items())),
-                    }
-                    for w in tv.witnesses
-                ],
-                "mutants": tv.mutants,
-                "anchors": tv.anchors,
-                "generated": _relative(tv.generated, root),
+                "nodeid": w.nodeid,
+                "outcome": w.outcome,
+                "error_kind": w.error_kind,
+                "duration_s": round(w.duration_s, 3),
+                "examples": w.examples,
+                "skip_reason": w.skip_reason,
+                "failure": w.failure,
+                "mutants": dict(sorted(w.mutants.items())),
+                "anchors": dict(sorted(w.anchors.items())),
             }
-        )
+            for w in tv.witnesses
+        ],
+        # passing witnesses that killed none of the declared mutants
+        "idle_witnesses": sorted(
+            w.nodeid
+            for w in tv.witnesses
+            if w.outcome == "passed" and tv.mutants and w.nodeid not in killers
+        ),
+        "mutants": tv.mutants,
+        "anchors": tv.anchors,
+        "generated": _relative(tv.generated, root),
+        "inputs": run.inputs.get(t.id),
+    }
+
+
+def _carried(prev: dict[str, Any], prev_doc: dict[str, Any], why: str) -> dict[str, Any] | None:
+    """``prev`` (a theorem's record in the last report) kept as it was, marked carried
+    over; ``None`` if it is not a record this version can carry (an older format)."""
+    rec = copy.deepcopy(prev)
+    first = rec.get("carried_over") or {
+        "date": rec.get("date"),
+        "commit": (prev_doc.get("git") or {}).get("commit"),
+    }
+    rec["ran"] = False
+    rec["carried_over"] = {"date": first.get("date"), "commit": first.get("commit"), "reason": why}
+    rec.setdefault("idle_witnesses", [])
+    rec.setdefault("inputs", None)
+    for w in rec.get("witnesses", []):
+        if isinstance(w, dict):
+            w.setdefault("error_kind", None)
+    return rec if not schema_errors(rec, "theorem") else None
+
+
+def load_previous(report_dir: Path) -> dict[str, Any] | None:
+    """The last ``verdicts.json`` in ``report_dir``, or ``None`` if there is none this
+    version can read."""
+    try:
+        doc = json.loads((report_dir / "verdicts.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        return None
+    if not isinstance(doc.get("theorems"), list):
+        return None
+    return doc
+
+
+def previous_records(prev_doc: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    if prev_doc is None:
+        return {}
+    return {
+        t["id"]: t
+        for t in prev_doc["theorems"]
+        if isinstance(t, dict) and isinstance(t.get("id"), str)
+    }
+
+
+def build(
+    run: RunInfo,
+    tvs: list[TheoremVerdict],
+    not_run: dict[str, tuple[str, bool]] | None = None,
+    previous: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report as a plain JSON dict (before ``pytest_fak_modify_report``).
+
+    ``not_run``: theorem id → (why it did not run, whether its last verdict is carried
+    over from ``previous``, the report being replaced). A theorem not run with no earlier
+    verdict to carry is OPEN and says so."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    date = now.date().isoformat()
+    not_run = not_run or {}
+    prev_by_id = previous_records(previous)
+    summary = {v: 0 for v in VERDICTS}
+    counted = {v: 0 for v in VERDICTS}
+    theorems = []
+    carried = 0
+    for tv in tvs:
+        rec = _fresh(tv, run, date)
+        tid = tv.theorem.id
+        if tid in not_run:
+            why, carry = not_run[tid]
+            prev = prev_by_id.get(tid) if carry else None
+            old = _carried(prev, previous or {}, why) if prev is not None else None
+            if old is not None:
+                rec = old
+                carried += 1
+            else:
+                rec["ran"] = False
+                if carry:
+                    rec["verdict"] = OPEN
+                    rec["reasons"] = [f"not run: {why}; no earlier verdict to carry over"]
+                else:
+                    rec["reasons"] = [*rec["reasons"], f"not counted: {why}"]
+        summary[rec["verdict"]] += 1
+        if rec["ran"]:
+            counted[rec["verdict"]] += 1
+        theorems.append(rec)
+    ran = sum(counted.values())
     return {
         "schema": SCHEMA,
         "generated_at": now.isoformat().replace("+00:00", "Z"),
         "deterministic_except": DETERMINISTIC_EXCEPT,
-        "git": git_info(root, report_dir, *([ps._cache_dir()] if ps.generated else [])),
+        "git": run.git,
         "environment": {
-            "python": platform.python_version(),
-            "implementation": sys.implementation.name,
-            "platform": platform.platform(terse=True),
-            "packages": _versions(),
+            **python(),
+            "packages": versions(),
             "hypothesis_profile": "fak",
-            "mutant_examples": ps.mutant_examples,
-            "generated_mutants": ps.mutate,
-            "anchor_measurement": sorted(ps.modes),
+            "mutant_examples": run.mutant_examples,
+            "max_examples": run.max_examples,
+            "generated_mutants": run.mutate,
+            "anchor_measurement": sorted(run.modes),
         },
-        "theorem_dirs": [relpath(d, root) for d in ps.dirs],
-        "fail_on": sorted(ps.fail_on),
+        "theorem_dirs": [relpath(d, run.rootpath) for d in run.dirs],
+        "fail_on": sorted(run.fail_on),
         "summary": summary,
+        "run": {
+            "partial": bool(run.selection),
+            "selection": list(run.selection),
+            "ran": ran,
+            "not_run": len(tvs) - ran,
+            "carried_over": carried,
+            "summary": counted,
+        },
         "theorems": theorems,
     }
 
 
-def summary_line(summary: dict[str, int]) -> str:
+def schema_errors(doc: Any, part: str | None = None) -> list[str]:
+    """Where ``doc`` breaks the shipped JSON Schema of ``verdicts.json`` (``part``: one of
+    its ``$defs``, e.g. ``"theorem"``); empty when it conforms."""
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(VERDICTS_SCHEMA.read_text(encoding="utf-8"))
+    if part is not None:
+        schema = {"$defs": schema["$defs"], "$ref": f"#/$defs/{part}"}
+    validator = Draft202012Validator(schema)
+    out = []
+    for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in err.absolute_path) or "(top)"
+        out.append(f"{where}: {err.message}")
+    return out
+
+
+def summary_line(summary: dict[str, int], not_run: int = 0) -> str:
+    """``fak: 3 PROVEN · 0 REFUTED · 0 VACUOUS · 0 OPEN`` (+ the other verdicts present)."""
     parts = [f"{summary.get(v, 0)} {v}" for v in VERDICTS[:4]]
     parts += [f"{summary[v]} {v}" for v in VERDICTS[4:] if summary.get(v)]
+    if not_run:
+        parts.append(f"{not_run} not run")
     return "fak: " + " · ".join(parts)
 
 
@@ -192,23 +308,32 @@ def _md_escape(text: str) -> str:
 
 def render_markdown(doc: dict[str, Any]) -> str:
     """``PROOFS.md``: a ledger table, then each theorem with its witness and verdict."""
-    git = doc["git"]
-    commit = git["commit"] or "(not a git checkout)"
-    dirty = " (with uncommitted changes)" if git["dirty"] else ""
     lines = [
         "# Proof ledger",
         "",
-        f"Generated by `pytest --fak-theorems` on {doc['generated_at'][:10]} at commit "
-        f"`{commit}`{dirty}. Do not edit: every verdict is computed from this run.",
+        f"Generated by `pytest --fak-theorems` on {doc['generated_at'][:10]} at "
+        f"{_git_md(doc['git'])}. Do not edit: every verdict is computed from a run.",
         "",
         "PROVEN means: at least one bound witness ran and every one passed, every anchor was "
         "executed by a passing witness, and every declared mutant made some witness fail. "
         "A Hypothesis witness samples its domain (derandomised profile `fak`): it can refute "
-        "a theorem, never prove it beyond the examples tried. Skips never count as passes.",
+        "a theorem, never prove it beyond the examples tried. Skips never count as passes. "
+        "ERROR means a witness never tested the code (setup, collection, a Hypothesis "
+        "health check).",
+        "",
+        _tools_md(doc["environment"]),
         "",
         summary_line(doc["summary"]).removeprefix("fak: "),
         "",
     ]
+    run = doc.get("run") or {}
+    if run.get("partial"):
+        lines += [
+            f"Partial run ({'; '.join(run['selection'])}): {run['ran']} theorems ran; "
+            f"{run['not_run']} did not, and {run['carried_over']} of those keep their last "
+            "verdict and its date, marked carried over.",
+            "",
+        ]
     gen_on = any(t.get("generated") for t in doc["theorems"])
     head = "| Theorem | Title | Regime | Verdict | Witnesses | Mutants killed | Anchors executed |"
     if gen_on:
@@ -225,7 +350,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         ran = sum(1 for w in t["witnesses"] if w["outcome"] in ("passed", "failed", "error"))
         row = (
             f"| [{t['id']}](#{_anchor(t)}) | {_md_escape(t['title'])} | {t['regime']} | "
-            f"**{t['verdict']}** | {ran}/{len(t['witnesses'])} | {killed}/{len(t['mutants'])} "
+            f"{_verdict_md(t)} | {ran}/{len(t['witnesses'])} | {killed}/{len(t['mutants'])} "
             f"| {hit}/{len(t['anchors'])} |"
         )
         if gen_on:
@@ -249,8 +374,12 @@ def render_markdown(doc: dict[str, Any]) -> str:
         if t["mutants"]:
             lines.append("**MUTANTS.**")
             for m in t["mutants"]:
-                lines.append(f"- `{m['name']}` ({m['description']}): {m['status']}")
+                by = "".join(f", by `{n}`" for n in m["killed_by"])
+                lines.append(f"- `{m['name']}` ({m['description']}): {m['status']}{by}")
             lines.append("")
+        if t.get("idle_witnesses"):
+            idle = ", ".join(f"`{n}`" for n in t["idle_witnesses"])
+            lines += [f"Witnesses that killed no declared mutant: {idle}.", ""]
         if t["anchors"]:
             lines.append("**ANCHORS.**")
             for a in t["anchors"]:
@@ -263,6 +392,14 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines += [f"- {c}" for c in t["caveats"]]
         lines.append("")
         verdict = f"**VERDICT.** {t['verdict']}, {t['date']}"
+        co = t.get("carried_over")
+        if co:
+            at = f" at commit `{co['commit']}`" if co.get("commit") else ""
+            verdict += (
+                f" (carried over from the run of {co['date']}{at}; not run now: {co['reason']})"
+            )
+        elif t.get("ran") is False:
+            verdict += " (not run now, not counted)"
         if t["reasons"]:
             verdict += ": " + "; ".join(t["reasons"])
         lines.append(verdict)
@@ -273,6 +410,39 @@ def render_markdown(doc: dict[str, Any]) -> str:
             if f.get("reproduction"):
                 lines += ["", f"Reproduce with `{f['reproduction']}`"]
     return "\n".join(lines) + "\n"
+
+
+def _git_md(git: dict[str, Any]) -> str:
+    if git.get("commit") is None:
+        err = git.get("error")
+        return f"no known commit (git failed: {err})" if err else "no commit (not a git checkout)"
+    dirty = git.get("dirty")
+    if dirty is None:
+        state = f" (uncommitted changes unknown: {git.get('error') or 'not checked'})"
+    else:
+        state = " (with uncommitted changes)" if dirty else " (clean work tree)"
+    return f"commit `{git['commit']}`{state}"
+
+
+def _tools_md(env: dict[str, Any]) -> str:
+    pk = env.get("packages") or {}
+    names = (("pytest-fak", "pytest-fak"), ("pytest", "pytest"), ("hypothesis", "Hypothesis"))
+    tools = ", ".join(f"{label} {pk.get(k) or '?'}" for k, label in names)
+    cap = env.get("max_examples")
+    own = f"at most {cap} examples" if cap else "Hypothesis examples as its settings say"
+    return (
+        f"Tools: {tools}, Python {env.get('python', '?')}. Budget: each witness runs "
+        f"{own}; each re-run under a mutant at most {env.get('mutant_examples')}."
+    )
+
+
+def _verdict_md(t: dict[str, Any]) -> str:
+    co = t.get("carried_over")
+    if co:
+        return f"**{t['verdict']}** (carried over, {co['date']})"
+    if t.get("ran") is False:
+        return f"**{t['verdict']}** (not run)"
+    return f"**{t['verdict']}**"
 
 
 def _generated_md(g: dict[str, Any]) -> list[str]:
@@ -300,7 +470,16 @@ def _anchor(t: dict[str, Any]) -> str:
 
 
 def write(doc: dict[str, Any], report_dir: Path) -> list[Path]:
-    """Write ``verdicts.json`` and ``PROOFS.md`` into ``report_dir``; return their paths."""
+    """Write ``verdicts.json`` and ``PROOFS.md`` into ``report_dir``; return their paths.
+
+    ``doc`` is validated against the shipped JSON Schema first; a report that does not
+    conform is not written (:class:`ValueError` says where it breaks)."""
+    problems = schema_errors(doc)
+    if problems:
+        raise ValueError(
+            "the report does not match pytest_fak/verdicts.schema.json (a "
+            "pytest_fak_modify_report hook may have broken it): " + "; ".join(problems[:5])
+        )
     report_dir.mkdir(parents=True, exist_ok=True)
     js = report_dir / "verdicts.json"
     md = report_dir / "PROOFS.md"

@@ -26,6 +26,10 @@ the document's mutants. Each theorem is one section::
     **EQUIVALENT-MUTANTS.** (optional) generated mutants that cannot change behaviour
     - `pkg.mod:f/constant/+3:8/1a2b3c4d` — why (checked when ``--fak-mutate`` is on)
 
+    **DEPENDS-ON.** (optional) files the verdict depends on, relative to the project root
+    - `policies/default.json` — the policy the theorem is about (``fak proofs check``
+      reports the verdict STALE when one changes)
+
 Every ``##`` heading is a theorem heading ``## <ID> — <title>``. THEOREM, REGIME, PROOF
 and CAVEATS are required; ANCHORS and MUTANTS need at least one bullet unless the
 theorem is SCOPED-OUT. Each label appears once. WITNESS and VERDICT are computed by the
@@ -73,7 +77,7 @@ _CODE_BULLET = re.compile(r"^`(?P<code>[^`]+)`(?:\s+" + _DASHES + r"\s+(?P<note>
 _FILE_LINE = re.compile(r"\b[\w/.-]+\.py:\d+\b")
 _SYMBOL_IN_TEXT = re.compile(r"`([^`\s]+:[^`\s]+)`")
 _TEXT_FIELDS = ("THEOREM", "REGIME", "PROOF", "SCOPED-OUT")
-_LIST_FIELDS = ("ANCHORS", "MUTANTS", "CAVEATS", "EQUIVALENT-MUTANTS")
+_LIST_FIELDS = ("ANCHORS", "MUTANTS", "CAVEATS", "EQUIVALENT-MUTANTS", "DEPENDS-ON")
 _COMPUTED = ("WITNESS", "VERDICT", "DOS", "DATE")
 _REQUIRED = ("THEOREM", "REGIME", "PROOF", "CAVEATS")
 
@@ -140,6 +144,8 @@ class Theorem:
     text: str
     mutant_modules: tuple[str, ...] = ()
     equivalent: tuple[Waiver, ...] = ()
+    #: files (relative to the project root) the verdict depends on: **DEPENDS-ON.**
+    depends_on: tuple[str, ...] = ()
 
     @property
     def text_sha256(self) -> str:
@@ -340,6 +346,22 @@ def _build(path: str, section: _Section, mutant_modules: tuple[str, ...]) -> The
             if any(w.mutant_id == m.group("code") for w in waivers):
                 raise TheoremError(path, lineno, f"mutant {m.group('code')} is waived twice")
             waivers.append(Waiver(m.group("code"), m.group("note"), lineno))
+    depends: list[str] = []
+    if "DEPENDS-ON" in fields:
+        line, inline, body = fields["DEPENDS-ON"]
+        for lineno, item in _bullets(path, "DEPENDS-ON", line, inline, body):
+            m = _CODE_BULLET.match(item)
+            rel = m.group("code") if m else ""
+            if not rel or rel.startswith("/") or ".." in Path(rel).parts or "\\" in rel:
+                raise TheoremError(
+                    path,
+                    lineno,
+                    "a dependency is a file path relative to the project root in backticks, "
+                    "e.g. - `policies/default.json` — the policy this theorem is about",
+                )
+            if rel in depends:
+                raise TheoremError(path, lineno, f"{rel} is listed twice")
+            depends.append(rel)
     text = "\n".join([f"## {section.id} — {section.title}"] + [raw for _, raw in section.lines])
     return Theorem(
         id=section.id,
@@ -356,6 +378,7 @@ def _build(path: str, section: _Section, mutant_modules: tuple[str, ...]) -> The
         text=text,
         mutant_modules=mutant_modules,
         equivalent=tuple(waivers),
+        depends_on=tuple(depends),
     )
 
 

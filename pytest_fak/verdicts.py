@@ -5,8 +5,12 @@ passing witness, every declared mutant was killed, and (with ``--fak-mutate``) e
 generated mutant of its anchors was killed or waived as equivalent. REFUTED: a witness failed on
 the real code. VACUOUS: a mutant (declared, or generated and not waived) survived, or
 an anchor was never executed by a passing witness. OPEN: no witness ran, or the
-evidence could not be measured. SCOPED-OUT: the document declares it. STALE: only
-``fak proofs check`` gives it. Failure wins; a skip is never a pass.
+evidence could not be measured. ERROR: a witness never got to test the code (its
+fixtures failed to set up or tear down, Hypothesis refused it in a health check or
+could not generate its inputs, or its module failed to collect): a witness that never
+ran is not a counterexample, so this is never REFUTED, and never PROVEN either.
+SCOPED-OUT: the document declares it. STALE: only ``fak proofs check`` gives it.
+Failure wins (REFUTED before ERROR); a skip is never a pass.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_fak.generated import GeneratedMutant
 
 __all__ = [
+    "ERROR",
     "OPEN",
     "PROVEN",
     "REFUTED",
@@ -39,7 +44,8 @@ VACUOUS = "VACUOUS"
 OPEN = "OPEN"
 SCOPED_OUT = "SCOPED-OUT"
 STALE = "STALE"
-VERDICTS = (PROVEN, REFUTED, VACUOUS, OPEN, SCOPED_OUT, STALE)
+ERROR = "ERROR"
+VERDICTS = (PROVEN, REFUTED, VACUOUS, OPEN, SCOPED_OUT, STALE, ERROR)
 
 #: Mutant outcomes recorded per witness.
 KILLED = "killed"
@@ -55,7 +61,10 @@ class WitnessEvidence:
     """What one bound test did in this run (merged from its setup/call/teardown reports)."""
 
     nodeid: str
-    outcome: str = "not-run"  # passed | failed | error | skipped | xfailed | not-run
+    #: passed | failed | error | skipped | xfailed | not-run; ``error`` is a witness that
+    #: never tested the code (setup/teardown, a Hypothesis health check), see ``error_kind``
+    outcome: str = "not-run"
+    error_kind: str | None = None
     duration_s: float = 0.0
     examples: int | None = None
     skip_reason: str | None = None
@@ -220,10 +229,18 @@ def _decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
     reasons: list[str] = []
     if t.scoped_out is not None:
         return TheoremVerdict(t, SCOPED_OUT, [t.scoped_out], ws, mutants, anchors)
-    failed = [w for w in ws if w.outcome in ("failed", "error")]
+    failed = [w for w in ws if w.outcome == "failed"]
     if failed:
-        reasons = [f"witness {w.nodeid} {w.outcome} on the real code" for w in failed]
+        reasons = [f"witness {w.nodeid} failed on the real code" for w in failed]
         return TheoremVerdict(t, REFUTED, reasons, ws, mutants, anchors)
+    errored = [w for w in ws if w.outcome == "error"]
+    if errored:
+        reasons = [
+            f"witness {w.nodeid} never tested the code ({w.error_kind or 'error'}): "
+            f"{_first_line(w.failure)}"
+            for w in errored
+        ]
+        return TheoremVerdict(t, ERROR, reasons, ws, mutants, anchors)
     if not ws:
         return TheoremVerdict(
             t, OPEN, ["no test binds this theorem (orphan)"], ws, mutants, anchors
@@ -251,3 +268,12 @@ def _decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
     if unmeasured:
         return TheoremVerdict(t, OPEN, unmeasured, ws, mutants, anchors)
     return TheoremVerdict(t, PROVEN, [], ws, mutants, anchors)
+
+
+def _first_line(failure: dict[str, Any] | None) -> str:
+    """The exception line of a failure message (pytest marks it ``E``), else its last line."""
+    text = str((failure or {}).get("message") or "no message")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    marked = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    line = marked[0] if marked else (lines[-1] if lines else "no message")
+    return line if len(line) <= 300 else line[:299] + "…"

@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+import pytest
 from airline_rules import BOOKING_SCHEMA, BaggageLimit
 
 from fak_core import Kernel
 from pytest_fak import mutant
 
 
+# optionalhook: the hook is pytest_fak's, so `pytest -p no:fak` must not reject it
+@pytest.hookimpl(optionalhook=True)
 def pytest_fak_make_kernel(config: Any) -> Kernel:
     kernel = Kernel()  # the built-in fail-closed policy already allows book_reservation
     kernel.register_schema("book_reservation", BOOKING_SCHEMA)

@@ -20,10 +20,14 @@ import pytest
 def _plain_asserts_in_process(request: pytest.FixtureRequest) -> None:
     if "pytester" not in request.fixturenames:
         return
+    monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    # an inner proof run must not annotate or summarise the outer CI job
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     pytester: pytest.Pytester = request.getfixturevalue("pytester")
     real = pytester.runpytest
 
     def runpytest(*args: Any, **kwargs: Any) -> pytest.RunResult:
         return real("--assert=plain", *args, **kwargs)
 
-    request.getfixturevalue("monkeypatch").setattr(pytester, "runpytest", runpytest)
+    monkeypatch.setattr(pytester, "runpytest", runpytest)

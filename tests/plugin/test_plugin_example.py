@@ -26,3 +26,14 @@ def test_airline_example_proves_its_theorem_and_the_pack(pytester: pytest.Pytest
     assert [(a["symbol"], a["covered"]) for a in air["anchors"]] == [
         ("airline_rules:BaggageLimit.adjudicate", True)
     ]
+
+
+def test_airline_example_runs_with_the_plugin_disabled(pytester: pytest.Pytester) -> None:
+    # its conftest implements pytest_fak_make_kernel as an optional hook: `-p no:fak`
+    # must not stop on "unknown hook" (the fak fixtures are then absent, so collect only)
+    shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True)
+    pytester.syspathinsert()
+    result = pytester.runpytest("-p", "no:fak", "--co", "-q")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*test_allowed_bookings_carry_at_most_three_bags*"])
+    result.stdout.no_fnmatch_line("*unknown hook*")
