@@ -32,7 +32,7 @@ from fak_core.journal import (
     verify_files,
 )
 from tests.journal.test_gateway_journal import _break as refuse_inserts
-from tests.journal.test_journal import journaled
+from tests.journal.test_journal import fresh, journaled
 
 READER = textwrap.dedent(
     """
@@ -156,9 +156,11 @@ def test_rotation_under_a_reader_loses_no_acknowledged_row(
     assert not lost, f"{len(lost)} acknowledged rows lost across {len(files)} files: {lost[:5]}"
 
 
+@pytest.mark.fak_theorem("C1.2")
 def test_an_interrupted_rotation_is_finished_on_reopen(tmp_path: Path) -> None:
     """Killed after the verified copy was renamed into place, before the cut: reopening
     cuts the rows the copy holds, so the series verifies with no row twice."""
+    tmp_path = fresh(tmp_path)  # proof mode re-runs a witness in the same tmp_path
     path = tmp_path / "j.db"
     k, j = journaled(path)
     for i in range(5):
@@ -179,10 +181,12 @@ def test_an_interrupted_rotation_is_finished_on_reopen(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.fak_theorem("C1.3")
 def test_a_copy_that_cannot_be_made_postpones_rotation(tmp_path: Path) -> None:
     """No row leaves the live file unless its copy was made and verified: a copy that
     cannot be written (a directory stands where it goes) postpones the rotation and every
     row stays where it was."""
+    tmp_path = fresh(tmp_path)  # proof mode re-runs a witness in the same tmp_path
     path = tmp_path / "j.db"
     k, j = journaled(path, rotate_bytes=1)
     (tmp_path / ".j.db.1.tmp").mkdir()  # VACUUM INTO cannot write its copy there
