@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,12 @@ class Replica:
     """One ``fak serve --state`` process on a free loopback port."""
 
     def __init__(
-        self, state_url: str, replica: str, *extra: str, env: dict[str, str] | None = None
+        self,
+        state_url: str,
+        replica: str,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        wait: bool = True,
     ):
         self.replica = replica
         cmd = [
@@ -118,17 +124,25 @@ class Replica:
             *extra,
         ]
         environment = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment
+            cmd, stdout=subprocess.PIPE, stderr=self.log, text=True, env=environment
         )
+        self.url = ""
+        if wait:
+            self.ready()
+
+    def ready(self) -> Replica:
+        """Wait for the start-up line; the replica then serves at :attr:`url`."""
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "listening on" not in line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            self.proc.kill()
-            raise RuntimeError(f"fak serve {replica} did not start: {line}{err}")
+            self.stop()
+            self.log.seek(0)
+            raise RuntimeError(f"fak serve {self.replica} did not start: {line}{self.log.read()}")
         self.url = line.split("listening on ", 1)[1].split()[0]
         self.client = httpx.Client(base_url=self.url, timeout=10)
+        return self
 
     def post(self, path: str, body: dict[str, Any], **headers: str) -> dict[str, Any]:
         r = self.client.post(path, content=json.dumps(body), headers={**JSON, **headers})
@@ -153,7 +167,12 @@ class Replica:
         self.proc.wait(10)
 
     def stop(self) -> None:
-        self.client.close()
+        client = getattr(self, "client", None)
+        if client is not None:
+            client.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.log.close()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
