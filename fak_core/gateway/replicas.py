@@ -102,7 +102,10 @@ def run_workers(workers: int, sock: socket.socket, child: Callable[[int], int]) 
         pids.append(pid)
     sock.close()
 
+    forwarded: set[int] = set()
+
     def forward(signum: int, frame: Any) -> None:
+        forwarded.add(signum)
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)
@@ -112,5 +115,8 @@ def run_workers(workers: int, sock: socket.socket, child: Callable[[int], int]) 
     worst = 0
     for pid in pids:
         _, status = os.waitpid(pid, 0)
-        worst = max(worst, os.waitstatus_to_exitcode(status) & 0xFF)
+        code = os.waitstatus_to_exitcode(status)
+        if code < 0 and -code in forwarded:  # stopped by the signal we passed on: a clean stop
+            code = 0
+        worst = max(worst, code & 0xFF)
     return worst

@@ -338,3 +338,31 @@ def test_workers_without_shared_state_are_refused(capsys: pytest.CaptureFixture[
     assert serve_main(["--port", "0", "--workers", "2"]) == 2
     err = capsys.readouterr().err
     assert "--state redis://HOST:PORT/DB" in err and "own taint ledger" in err
+
+
+def test_workers_share_one_state_and_write_one_chain_each(
+    redis_server: RedisServer, replicas: dict[str, Replica], policy_file: Path, tmp_path: Path
+) -> None:
+    journal = tmp_path / "w.db"
+    args = ("--policy", str(policy_file), "--journal", str(journal), "--workers", "2")
+    w = Replica(redis_server.url, "W", *args)
+    traces = [_trace("w") for _ in range(12)]
+    try:
+        for trace in traces:  # tainted through whichever worker accepts the connection
+            w.client.close()
+            w.client = type(w.client)(base_url=w.url, timeout=10)  # a fresh connection each
+            w.admit(trace, "fetch_url", BENIGN)
+    finally:
+        w.stop()
+    assert w.proc.returncode == 0
+    for trace in traces:  # ... and refused egress on a replica outside the worker group
+        assert _kind(replicas["C"].adjudicate(trace, "send_email", EGRESS)) == (
+            "DENY",
+            "TRUST_VIOLATION",
+        )
+    files = sorted(tmp_path.glob("w-W-w*.db"))
+    assert files, "no worker wrote its journal"
+    chains = verify_chains(files)
+    assert {replica for replica, _ in chains} <= {"W-w0", "W-w1"}
+    assert all(report.ok for _, report in chains)
+    assert sum(report.rows for _, report in chains) >= len(traces)
