@@ -186,8 +186,11 @@ class GatewayState:
         )
 
     def close(self) -> None:
-        """Stop the idle decision workers (stuck ones stop when their decision returns)."""
+        """Stop the idle decision workers (stuck ones stop when their decision returns)
+        and close the connection to the shared state, if any."""
         self._deciders.close()
+        if self.shared is not None:
+            self.shared.close()
 
     def _late(self, call: ToolCall) -> Verdict:
         with self._lock:

@@ -15,6 +15,7 @@ from fak_core import Kernel, Policy, Result, Source, Status, Taint, ToolCall
 from fak_core.admission import ScreenConfig
 from fak_core.gateway.replicas import shared_kernel_options
 from fak_core.redis_state import RedisState
+from fak_core.redis_stores import RedisLedger
 from fak_core.statedown import register_state_down
 
 from .support import RedisServer
@@ -58,6 +59,12 @@ def replica(url: str) -> Kernel:
     shared = RedisState(url)
     shared.check()
     return _kernel(**shared_kernel_options(shared))
+
+
+def close(kernel: Kernel) -> None:
+    ledger = kernel.ledger
+    if isinstance(ledger, RedisLedger):
+        ledger.state.close()
 
 
 def outcome(
@@ -104,29 +111,38 @@ def outcome(
     ]
 )
 def test_two_replicas_answer_as_one_kernel(redis_server: RedisServer, steps: list[Any]) -> None:
+    # built in the example, so that a mutant's patch reaches everything they bind
     replicas = {"A": replica(redis_server.url), "B": replica(redis_server.url)}
     oracle = _kernel()  # one process, in-memory ledger and held store
     trace = "c47-" + uuid.uuid4().hex
     shared_stubs: list[str] = []
     oracle_stubs: list[str] = []
-    for name, (action, text) in steps:
-        got = outcome(replicas[name], trace, action, text, shared_stubs)
-        want = outcome(oracle, trace, action, text, oracle_stubs)
-        assert got == want, (name, action, text, got, want)
-    # and after the script both replicas read the mark the one kernel holds
-    for kernel in replicas.values():
-        assert kernel.taint(trace) == oracle.taint(trace)
+    try:
+        for name, (action, text) in steps:
+            got = outcome(replicas[name], trace, action, text, shared_stubs)
+            want = outcome(oracle, trace, action, text, oracle_stubs)
+            assert got == want, (name, action, text, got, want)
+        # and after the script both replicas read the mark the one kernel holds
+        for kernel in replicas.values():
+            assert kernel.taint(trace) == oracle.taint(trace)
+    finally:
+        for kernel in replicas.values():
+            close(kernel)
 
 
 @pytest.mark.fak_theorem("C4.7")
 def test_taint_on_one_replica_denies_egress_on_the_other(redis_server: RedisServer) -> None:
     a, b = replica(redis_server.url), replica(redis_server.url)
     trace = "c47-ab-" + uuid.uuid4().hex
-    clean = outcome(b, trace, "egress", "")
-    assert clean[0].name == "ALLOW"
-    outcome(a, trace, "admit", RESULTS[0])
-    tainted = outcome(b, trace, "egress", "")
-    assert (tainted[0].name, tainted[1].name) == ("DENY", "TRUST_VIOLATION")
-    assert b.taint(trace) == Taint.TAINTED
-    outcome(a, trace, "trusted", "")  # a trusted result never lowers the shared mark
-    assert b.taint(trace) == Taint.TAINTED
+    try:
+        clean = outcome(b, trace, "egress", "")
+        assert clean[0].name == "ALLOW"
+        outcome(a, trace, "admit", RESULTS[0])
+        tainted = outcome(b, trace, "egress", "")
+        assert (tainted[0].name, tainted[1].name) == ("DENY", "TRUST_VIOLATION")
+        assert b.taint(trace) == Taint.TAINTED
+        outcome(a, trace, "trusted", "")  # a trusted result never lowers the shared mark
+        assert b.taint(trace) == Taint.TAINTED
+    finally:
+        close(a)
+        close(b)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -23,11 +24,25 @@ POLICY = Policy(allow=("send_email", "fetch_url", "get_a"))
 EGRESS = '{"to": "alice@example.com", "body": "the report"}'
 
 
+_OPEN: list[GatewayState] = []
+_CLOSE: list[RedisState] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_gateways() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+    while _CLOSE:
+        _CLOSE.pop().close()
+
+
 def gateway(url: str, policy: Policy = POLICY) -> GatewayState:
     shared = RedisState(url, timeout=0.3)
     shared.check()
     state = GatewayState(Kernel(policy, **shared_kernel_options(shared)))
     attach_shared(state, shared)
+    _OPEN.append(state)
     return state
 
 
@@ -41,6 +56,7 @@ def test_concurrent_raises_from_two_replicas_are_an_atomic_maximum(
     ledgers = [RedisLedger(RedisState(redis_server.url)) for _ in range(2)]
     for ledger in ledgers:
         ledger.state.check()
+        _CLOSE.append(ledger.state)
     traces = [_trace() for _ in range(20)]
     labels = [Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED, Taint.TAINTED, Taint.TRUSTED]
 
