@@ -11,7 +11,8 @@ temporary directory, ``appendonly yes``, ``maxmemory-policy noeviction``), then:
    decision path (``GatewayState.decide``): inline with the in-memory stores, one thread
    hop to a decision worker with the Redis ones (the stores are not declared
    non-blocking, so the decision runs under the gateway's deadline).
-2. **Over HTTP**: ``fak serve --state redis://... --workers N`` for N in 1, 2, 4, driven
+2. **Over HTTP**: ``fak serve`` in memory (the baseline), then
+   ``fak serve --state redis://... --workers N`` for N in 1, 2, 4, driven
    by ``--concurrency`` asyncio clients for ``--seconds`` with ``adjudicate`` on an egress
    call over a pool of sessions (every decision reads the shared mark); decisions/s.
 
@@ -124,9 +125,10 @@ def in_process(url: str, n: int, repeat: int) -> None:
 
 
 # ------------------------------------------------------------------ over HTTP
-def start_gateway(url: str, workers: int) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "fak_core.gateway.cli", "--port", "0", "--state", url]
-    cmd += ["--replica-id", f"bench{workers}", "--workers", str(workers)]
+def start_gateway(url: str | None, workers: int) -> tuple[subprocess.Popen[str], str]:
+    cmd = [sys.executable, "-m", "fak_core.gateway.cli", "--port", "0"]
+    if url is not None:
+        cmd += ["--state", url, "--replica-id", f"bench{workers}", "--workers", str(workers)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
@@ -168,8 +170,13 @@ def over_http(url: str, seconds: float, concurrency: int) -> None:
         f"over HTTP, adjudicate (egress) for {seconds:g} s, {concurrency} clients, "
         f"{os.cpu_count()} cores:"
     )
-    for workers in (1, 2, 4):
-        proc, base = start_gateway(url, workers)
+    for label, state, workers in (
+        ("in memory, 1 process", None, 1),
+        ("redis, workers 1", url, 1),
+        ("redis, workers 2", url, 2),
+        ("redis, workers 4", url, 4),
+    ):
+        proc, base = start_gateway(state, workers)
         try:
             asyncio.run(drive(base, 1.0, concurrency))  # warm-up: every worker imported
             done, errors = asyncio.run(drive(base, seconds, concurrency))
@@ -178,7 +185,7 @@ def over_http(url: str, seconds: float, concurrency: int) -> None:
             proc.wait(30)
             if proc.stdout is not None:
                 proc.stdout.close()
-        print(f"  workers {workers}: {done / seconds:8.0f} decisions/s  ({errors} errors)")
+        print(f"  {label:22} {done / seconds:8.0f} decisions/s  ({errors} errors)")
 
 
 def main() -> None:

@@ -134,6 +134,8 @@ class RedisRateLimiter(RateLimiter):
     """:class:`RateLimiter` whose windows live in Redis (``fak:rl:<key>``)."""
 
     PREFIX = "fak:rl:"
+    #: Not the in-memory limiter's promise: every call is a round trip to Redis.
+    __fak_nonblocking__ = False
 
     def __init__(self, limit: RateLimit, state: RedisState) -> None:
         super().__init__(limit)
