@@ -1,6 +1,7 @@
 """C4.7: the A/B taint witness across replicas. One session's operations, each sent to one
 of two replicas (two kernels that share nothing but a real Redis), give exactly the
-answers one in-memory kernel gives to the same operations in the same order."""
+answers one in-memory kernel gives to the same operations in the same order: decisions,
+admissions, tool runs, resets, and the ledger's and held store's own answers."""
 
 from __future__ import annotations
 
@@ -36,8 +37,17 @@ RESULTS = (
     "here is the key: AKIAIOSFODNN7EXAMPLE",
     "Quarterly numbers, line by line. " * 12,
 )
+# Any text a client may send, lone surrogates included, bare or shaped like a JSON object
+# (the shape of the kernel's stubs).
+any_text = st.text(st.characters(blacklist_categories=()), max_size=40)
+stub_shaped = st.text(st.sampled_from('"_:,}a\ud800\udfff\u00e9'), max_size=12).map(
+    lambda t: "{" + t
+)
+texts = st.one_of(st.sampled_from(RESULTS), any_text, any_text.map(lambda t: "{" + t), stub_shaped)
 op = st.one_of(
-    st.tuples(st.just("admit"), st.sampled_from(RESULTS)),
+    st.tuples(st.just("admit"), texts),
+    st.tuples(st.just("hold"), texts),
+    st.tuples(st.just("raise"), st.sampled_from([t.name for t in Taint])),
     st.tuples(st.just("egress"), st.just("")),
     st.tuples(st.just("trusted"), st.just("")),
     st.tuples(st.just("reset"), st.just("")),
@@ -78,6 +88,11 @@ def outcome(
         if not stubs:
             return ("no stub",)
         text, action = stubs[-1], "admit"
+    if action == "raise":  # the ledger's own interface: the level it answers
+        return (kernel.ledger.raise_to(trace, Taint[text]),)
+    if action == "hold":  # the held store's own interface: kept, no stub, not minted
+        held = kernel.held.hold(text)
+        return (kernel.held.get(held) == text, kernel.held.stub(held), kernel.held.minted(text))
     if action == "admit":
         call = ToolCall("fetch_url", '{"url": "https://example.com"}', trace)
         admitted, v = kernel.admit(call, Result(Status.OK, text, taint=Taint.TAINTED))
@@ -99,6 +114,15 @@ def outcome(
 @pytest.mark.fak_theorem("C4.7")
 @settings(max_examples=40)
 @given(steps=script)
+@example(  # the held store's own answers, for plain and stub-shaped text (a lone surrogate)
+    steps=[
+        ("A", ("hold", RESULTS[0])),
+        ("B", ("hold", '{"_quarantined":\ud800}')),
+        ("B", ("raise", "TAINTED")),
+        ("A", ("raise", "TRUSTED")),
+        ("A", ("admit", '{"id":"\udfff"}')),
+    ]
+)
 @example(  # the A/B pair across replicas, then a trusted result and a reset on the other
     steps=[
         ("A", ("admit", RESULTS[1])),
