@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable
-from typing import Any
 
 from fak_core.admission import DEFAULT_HELD_BYTES, DEFAULT_HELD_LIMIT, HeldStore
 from fak_core.ratelimit import BY, RateLimit, RateLimiter
@@ -86,8 +85,9 @@ class RedisLedger:
     def reset(self, trace_id: str) -> None:
         self.state.run(self._reset, [self.PREFIX + trace_id], [])
 
-    def stats(self) -> dict[str, Any]:
-        return {"ledger_backend": "redis"}
+    def stats(self) -> dict[str, int]:
+        """Counters for ``/healthz`` (integers, as every store's): the marks are shared."""
+        return {"ledger_shared": 1}
 
     def __len__(self) -> int:
         return 0  # not counted: a SCAN per call would be linear in every session
