@@ -286,7 +286,12 @@ def test_redis_outage_under_load_refuses_and_recovers(
         time.sleep(0.3)
         during = len(seen)
         down = [r.health() for r in pair]
-        time.sleep(0.7)
+        proxied = openai_client(pair[0].url).chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": ASK}],
+            extra_headers={"X-Trace-Id": _trace("px")},
+        )
+        time.sleep(0.5)
         in_outage = seen[during:]
         own_redis.start()
         deadline = time.monotonic() + 10
@@ -311,6 +316,12 @@ def test_redis_outage_under_load_refuses_and_recovers(
     # while Redis was down: refusals with their own reason, and /healthz said so
     assert in_outage and {s[2] for s in in_outage} == {("DENY", "STATE_DOWN")}
     assert all(not h["ok"] and not h["state"]["ok"] for h in down)
+    # a proxied turn is answered (200), its egress call dropped with the same reason
+    assert not proxied.choices[0].message.tool_calls
+    dropped = (proxied.model_extra or {})["fak"]["adjudications"]
+    assert [(a["verdict"]["kind"], a["verdict"]["reason"]) for a in dropped] == [
+        ("DENY", "STATE_DOWN")
+    ]
     # and service resumed by itself: after the restart the same sessions read as before
     assert after_restart == [("ALLOW", None)] * 2
     assert still_tainted == {("DENY", "TRUST_VIOLATION")}
