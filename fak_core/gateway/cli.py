@@ -259,7 +259,11 @@ def serve(ns: argparse.Namespace) -> int:
         return _serve_one(ns, None, replica)
     try:  # check everything once before forking, so a bad setting fails the start
         open_shared(str(state_url)).close()
-        described = describe_policy(build_state(ns.policy, None), ns.policy)
+        if ns.manifest:  # each worker re-validates it; the parent names what they run
+            _, digest = manifest_policy(ns.manifest, ns.node)
+            described = f"manifest {ns.manifest} node {ns.node} ({digest})"
+        else:
+            described = describe_policy(build_state(ns.policy, None), ns.policy)
         sock = bind_socket(ns.host, ns.port)
     except BootstrapError as exc:
         print(f"fak serve: {exc}", file=sys.stderr)
