@@ -20,7 +20,7 @@ from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
 from fak_core.hosts import Host, HostDenyList, HostError, canonical_host, destination_hosts
-from fak_core.journal import Journal, JournalError, request_scope, verify_files
+from fak_core.journal import Journal, JournalError, request_scope, verify_chains, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
 from fak_core.kernel import (
     FLOOR_RANK,
@@ -48,6 +48,7 @@ from fak_core.provenance import Source, SourceRegistry
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
 from fak_core.schemas import InvalidSchemaError, SchemaRegistry, compile_schema
 from fak_core.sinks import Sink, SinkGate, classify
+from fak_core.statedown import STATE_DOWN, StateUnavailable
 from fak_core.taint import Taint
 from fak_core.verdicts import (
     KindRegistry,
@@ -66,6 +67,7 @@ __all__ = [
     "PREFLIGHT_RANK",
     "SCREEN_RANK",
     "SINK_GATE_RANK",
+    "STATE_DOWN",
     "Adjudicator",
     "ArgRule",
     "ArgsError",
@@ -110,6 +112,7 @@ __all__ = [
     "SinkGate",
     "Source",
     "SourceRegistry",
+    "StateUnavailable",
     "Status",
     "Taint",
     "TaintLedger",
@@ -137,5 +140,6 @@ __all__ = [
     "parse_policy",
     "policy_digest",
     "request_scope",
+    "verify_chains",
     "verify_files",
 ]

@@ -73,15 +73,18 @@ def _decide(ns: argparse.Namespace) -> int:
 
 
 def _journal_verify(ns: argparse.Namespace) -> int:
-    from fak_core.journal import JournalError, verify_files
+    from fak_core.journal import JournalError, verify_chains
 
     try:
-        report = verify_files(ns.files)
+        chains = verify_chains(ns.files)
     except JournalError as exc:
         print(f"fak: {exc}", file=sys.stderr)
         return 2
-    print(report.describe())
-    return 0 if report.ok else 1
+    if len(chains) == 1 and not chains[0][0]:  # one lone gateway's chain
+        print(chains[0][1].describe())
+    for replica, report in chains if len(chains) > 1 or chains[0][0] else ():
+        print(f"replica {replica or '(none)'}: {report.describe()}")
+    return 0 if all(report.ok for _, report in chains) else 1
 
 
 def _journal_rows(ns: argparse.Namespace) -> int:
@@ -132,7 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
     jr = sub.add_parser("journal", help="verify or read a decision journal")
     jsub = jr.add_subparsers(dest="journal_command", metavar="ACTION", required=True)
     ver = jsub.add_parser("verify", help="check the hash chain; name the first broken row")
-    ver.add_argument("files", nargs="+", help="journal file(s), oldest first when rotated")
+    ver.add_argument(
+        "files",
+        nargs="+",
+        help="journal file(s), oldest first when rotated; several replicas' files are "
+        "verified as one chain per replica",
+    )
     ver.set_defaults(func=_journal_verify)
     tail = jsub.add_parser("tail", help="print the last rows")
     tail.add_argument("file")

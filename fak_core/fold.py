@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from fak_core.adjudicators import Adjudicator, ResultAdmitter
 from fak_core.calls import Result, ToolCall
-from fak_core.reasons import Reason
+from fak_core.reasons import EXTENSION_REASON_MIN, Reason
 from fak_core.verdicts import DENY_RANK, KindRegistry, Verdict, VerdictKind
 from fak_core.view import CallView
 
@@ -23,8 +23,13 @@ _INDETERMINATE = VerdictKind.INDETERMINATE
 
 
 def _crashed(by: str, exc: BaseException) -> Verdict:
+    # An exception may name the refusal it stands for (a shared store that is down raises
+    # fak_core.redis_state.StateUnavailable: STATE_DOWN); only an extension reason is kept.
+    reason = getattr(exc, "deny_reason", None)
+    if not isinstance(reason, int) or reason < EXTENSION_REASON_MIN:
+        reason = Reason.DEFAULT_DENY
     return Verdict.deny(
-        Reason.DEFAULT_DENY,
+        reason,
         by,
         claim=f"{type(exc).__name__}: {exc}",
         meta={"error": "adjudicator raised", "fold": "error"},

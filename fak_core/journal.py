@@ -88,6 +88,8 @@ __all__ = [
     "read_rows",
     "request_scope",
     "stored_text",
+    "file_replica",
+    "verify_chains",
     "verify_files",
 ]
 
@@ -132,7 +134,10 @@ class JournalError(RuntimeError):
 
 
 def row_hash(prev_hash: str, row: dict[str, Any]) -> str:
-    body = json.dumps({k: row[k] for k in _FIELDS}, sort_keys=True, separators=(",", ":"))
+    fields = {k: row[k] for k in _FIELDS}
+    if row.get("replica"):  # a replica's row: its id is covered (a lone gateway's has none)
+        fields["replica"] = row["replica"]
+    body = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
 
 
@@ -226,6 +231,9 @@ def _connect(path: Path, durability: str) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
     conn.executescript(_SCHEMA)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(decisions)")}
+    if "replica" not in columns:  # a journal from before replicas: rows without an id
+        conn.execute("ALTER TABLE decisions ADD COLUMN replica TEXT NOT NULL DEFAULT ''")
     return conn
 
 
@@ -280,6 +288,7 @@ class Journal:
         commit_timeout: float = 10.0,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
+        replica: str = "",
     ) -> None:
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
@@ -316,6 +325,19 @@ class Journal:
             last = _last_row(self._conn)
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open decision journal {self.path}: {exc}") from None
+        #: The replica (gateway process) whose chain this is; in every row it writes.
+        self.replica = replica
+        owner = self._meta("replica")
+        if owner is None and replica:
+            self._conn.execute(
+                "INSERT INTO journal_meta (key, value) VALUES ('replica', ?)", (replica,)
+            )
+        elif (owner or "") != replica:
+            self._conn.close()
+            raise JournalError(
+                f"decision journal {self.path} is the chain of replica {owner!r}, not "
+                f"{replica!r}: each replica writes its own file (fak serve --replica-id)"
+            )
         if last is None:
             prev = self._meta("prev_file_hash") or GENESIS
             self._seq, self._hash = int(self._meta("first_seq") or 1) - 1, prev
@@ -529,14 +551,15 @@ class Journal:
         for it in items:
             seq += 1
             row = {"seq": seq, "ts": ts, **dict(zip(_FIELDS[2:], it.values, strict=True))}
+            row["replica"] = self.replica
             h = row_hash(prev, row)
-            rows.append((*(row[k] for k in _FIELDS), prev, h))
+            rows.append((*(row[k] for k in _FIELDS), self.replica, prev, h))
             prev = h
         try:
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany(
-                f"INSERT INTO decisions ({', '.join(_FIELDS)}, prev_hash, hash) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO decisions ({', '.join(_FIELDS)}, replica, prev_hash, hash) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             self._conn.execute("COMMIT")
@@ -655,10 +678,12 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
         raise JournalError(f"no journal file at {p}")
     try:
         conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+        has_replica = any(r[1] == "replica" for r in conn.execute("PRAGMA table_info(decisions)"))
+        replica = "replica" if has_replica else "'' AS replica"
         cur = conn.execute(
-            f"SELECT {', '.join(_FIELDS)}, prev_hash, hash FROM decisions ORDER BY seq"
+            f"SELECT {', '.join(_FIELDS)}, {replica}, prev_hash, hash FROM decisions ORDER BY seq"
         )
-        cols = [*_FIELDS, "prev_hash", "hash"]
+        cols = [*_FIELDS, "replica", "prev_hash", "hash"]
         for values in cur:
             yield dict(zip(cols, values, strict=True))
         conn.close()
@@ -692,12 +717,28 @@ class VerifyReport:
         return f"BROKEN at {self.broken_file} row {self.broken_seq}: {self.problem}"
 
 
+def file_replica(path: str | Path) -> str:
+    """The replica whose chain a journal file holds ("" for a lone gateway's)."""
+    return _file_meta(Path(path)).get("replica", "")
+
+
+def verify_chains(paths: Sequence[str | Path]) -> list[tuple[str, VerifyReport]]:
+    """Verify the files of several replicas: grouped into one chain per replica (each
+    replica's files in the order given, oldest first), each chain verified on its own."""
+    chains: dict[str, list[str | Path]] = {}
+    for raw in paths:
+        chains.setdefault(file_replica(raw), []).append(raw)
+    return [(replica, verify_files(files)) for replica, files in chains.items()]
+
+
 def verify_files(paths: Sequence[str | Path]) -> VerifyReport:
-    """Verify one journal or a rotated series (oldest first); name the first broken row."""
+    """Verify one journal or a rotated series (oldest first); name the first broken row.
+    Every row must carry the replica id its files declare."""
     prev, expected_seq, count = GENESIS, None, 0
     for i, raw in enumerate(paths):
         path = Path(raw)
         meta = _file_meta(path)
+        owner = meta.get("replica", "")
         if i > 0 or "prev_file_hash" in meta:
             start = meta.get("prev_file_hash", prev)
             if i > 0 and start != prev:
@@ -719,6 +760,14 @@ def verify_files(paths: Sequence[str | Path]) -> VerifyReport:
             if row["prev_hash"] != prev:
                 return VerifyReport(
                     False, count, str(path), seq, "prev_hash does not match the previous row's hash"
+                )
+            if (row.get("replica") or "") != owner:
+                return VerifyReport(
+                    False,
+                    count,
+                    str(path),
+                    seq,
+                    f"row names replica {row.get('replica')!r}, the file is the chain of {owner!r}",
                 )
             if row_hash(prev, row) != row["hash"]:
                 return VerifyReport(

@@ -48,7 +48,7 @@ from fak_core.nonblocking import is_nonblocking
 from fak_core.policy import Policy, default_policy
 from fak_core.preflight import Ladder, Rung
 from fak_core.provenance import Source, SourceRegistry
-from fak_core.ratelimit import RateLimiter
+from fak_core.ratelimit import RateLimit, RateLimiter
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
 from fak_core.schemas import SchemaRegistry
 from fak_core.sinks import SinkGate
@@ -106,13 +106,18 @@ class Kernel:
         held_limit: int = 8192,
         tool_timeout: float | None = None,
         tool_workers: int = 8,
+        held: HeldStore | None = None,
+        rate_limiter: Callable[[RateLimit], RateLimiter] = RateLimiter,
     ) -> None:
         self.kinds = KindRegistry()
         self.reasons = ReasonRegistry()
         self.schemas = SchemaRegistry()
         self.sources = SourceRegistry()
         self.ledger: TaintLedger = ledger if ledger is not None else MemoryLedger()
-        self.held = HeldStore(held_limit)
+        #: Held results; a shared store (``held``) lets several replicas hold for each other.
+        self.held = held if held is not None else HeldStore(held_limit)
+        #: Builds the policy's rate limiter (a shared one keeps its windows in a shared store).
+        self._rate_limiter_factory = rate_limiter
         self.counters = Counters()
         self.max_args_bytes = max_args_bytes
         self.max_depth = max_depth
@@ -186,7 +191,7 @@ class Kernel:
                 self._default_chain, self._chains = self._build(self._adjudicators)
                 self.rate_limiter = None
             if policy.rate_limit is not None and self.rate_limiter is None and self._builtin:
-                self.rate_limiter = RateLimiter(policy.rate_limit)
+                self.rate_limiter = self._rate_limiter_factory(policy.rate_limit)
                 self.add_adjudicator(self.rate_limiter, RATE_LIMIT_RANK, name="rate-limit")
 
     def _apply_policy_tables(self, policy: Policy) -> None:

@@ -26,12 +26,14 @@ __all__ = [
     "McpProxy",
     "Planner",
     "PlannerError",
+    "RedisSessions",
     "SessionError",
     "Sessions",
     "Upstream",
     "UpstreamConfig",
     "UpstreamError",
     "WireError",
+    "attach_shared",
     "build_mcp_server",
     "close_proxy_routes",
     "create_app",
@@ -41,6 +43,7 @@ __all__ = [
     "error_type_for",
     "load_planner",
     "load_servers",
+    "open_shared",
     "parse_planner",
     "planner_app",
     "planner_upstream",
@@ -48,6 +51,7 @@ __all__ = [
     "proxy_routes",
     "raw_arguments",
     "render_verdict",
+    "shared_kernel_options",
 ]
 
 _LAZY = {
@@ -66,6 +70,10 @@ _LAZY = {
     "McpProxy": "fak_core.gateway.mcp_proxy",
     "DownstreamSpec": "fak_core.gateway.mcp_downstream",
     "load_servers": "fak_core.gateway.mcp_downstream",
+    "RedisSessions": "fak_core.gateway.redis_sessions",
+    "attach_shared": "fak_core.gateway.replicas",
+    "open_shared": "fak_core.gateway.replicas",
+    "shared_kernel_options": "fak_core.gateway.replicas",
 }
 
 if TYPE_CHECKING:
@@ -82,6 +90,8 @@ if TYPE_CHECKING:
         planner_app,
         planner_upstream,
     )
+    from fak_core.gateway.redis_sessions import RedisSessions
+    from fak_core.gateway.replicas import attach_shared, open_shared, shared_kernel_options
     from fak_core.gateway.upstream import Upstream, UpstreamConfig, UpstreamError
 
 

@@ -126,6 +126,7 @@ def build_state(
     tools: str | None = None,
     *,
     policy: Policy | None = None,
+    kernel_options: Mapping[str, Any] | None = None,
     **state_options: Any,
 ) -> GatewayState:
     """A :class:`GatewayState` over a kernel with the policy (file, given or built-in), tools."""
@@ -134,7 +135,7 @@ def build_state(
             policy = load_policy(policy_path) if policy_path else default_policy()
         except PolicyError as exc:
             raise BootstrapError(str(exc)) from exc
-    kernel = Kernel(policy)
+    kernel = Kernel(policy, **(kernel_options or {}))
     if tools:
         register_tools(kernel, load_tools_module(tools), tools)
     return GatewayState(kernel, **state_options)

@@ -23,6 +23,13 @@ from fak_core.gateway.bootstrap import (
     describe_policy,
     manifest_policy,
 )
+from fak_core.gateway.replicas import (
+    attach_shared,
+    journal_path_for,
+    open_shared,
+    run_workers,
+    shared_kernel_options,
+)
 from fak_core.gateway.state import GatewayState
 from fak_core.journal import Journal, JournalError
 
@@ -120,6 +127,26 @@ def register(subparsers: Any) -> None:
         help="normal: a committed row survives the gateway being killed; "
         "full: it also survives a power cut (an fsync per batch)",
     )
+    p.add_argument(
+        "--state",
+        metavar="URL",
+        help="keep session state (taint, rate limits, held results, session owners) in this "
+        "Redis, redis://HOST:PORT/DB, shared by every replica; default: in this process",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve with N processes on one socket (needs --state; default 1)",
+    )
+    p.add_argument(
+        "--replica-id",
+        metavar="ID",
+        default=None,
+        help="this process's name in every journal row (default with --state: the host "
+        "name; each worker of --workers adds -w<i>); each replica writes its own chain",
+    )
     p.set_defaults(func=serve)
 
 
@@ -213,11 +240,46 @@ def _limits(ns: argparse.Namespace) -> dict[str, Any]:
 
 def serve(ns: argparse.Namespace) -> int:
     """Run until interrupted; 2 on a start-up problem (with the message on stderr)."""
+    workers = getattr(ns, "workers", 1)
+    state_url = getattr(ns, "state", None)
+    replica = getattr(ns, "replica_id", None)
+    if replica is None:
+        replica = socket.gethostname() if state_url else ""
+    if workers < 1 or (workers > 1 and not state_url):
+        why = (
+            "--workers must be at least 1"
+            if workers < 1
+            else f"--workers {workers} needs --state redis://HOST:PORT/DB: each worker would "
+            "keep its own taint ledger, so a session tainted on one worker would be clean on "
+            "the next (a fail-open path); pass --state, or run one worker"
+        )
+        print(f"fak serve: {why}", file=sys.stderr)
+        return 2
+    if workers == 1:
+        return _serve_one(ns, None, replica)
+    try:  # check everything once before forking, so a bad setting fails the start
+        open_shared(str(state_url)).close()
+        if ns.manifest:  # each worker re-validates it; the parent names what they run
+            _, digest = manifest_policy(ns.manifest, ns.node)
+            described = f"manifest {ns.manifest} node {ns.node} ({digest})"
+        else:
+            described = describe_policy(build_state(ns.policy, None), ns.policy)
+        sock = bind_socket(ns.host, ns.port)
+    except BootstrapError as exc:
+        print(f"fak serve: {exc}", file=sys.stderr)
+        return 2
+    print(f"fak serve: listening on {_url(sock)} policy {described} workers {workers}", flush=True)
+    return run_workers(workers, sock, lambda i: _serve_one(ns, sock, f"{replica}-w{i}"))
+
+
+def _serve_one(ns: argparse.Namespace, bound: socket.socket | None, replica: str) -> int:
+    """One gateway process (a worker when ``bound`` is the parent's socket)."""
     import uvicorn
 
     from fak_core.gateway.app import create_app
 
     state: GatewayState | None = None
+    state_url = getattr(ns, "state", None)
     try:
         api_key = _env("--api-key-env", ns.api_key_env) if ns.api_key_env else None
         upstream_key = (
@@ -238,9 +300,13 @@ def serve(ns: argparse.Namespace) -> int:
             described = f"manifest {ns.manifest} node {ns.node} ({manifest_digest})"
         elif ns.node:
             raise BootstrapError("--node goes with --manifest FILE")
-        state = build_state(ns.policy, ns.tools, **options)
+        shared = open_shared(state_url) if state_url else None
+        kernel_options = shared_kernel_options(shared) if shared is not None else None
+        state = build_state(ns.policy, ns.tools, kernel_options=kernel_options, **options)
+        if shared is not None:
+            attach_shared(state, shared)
         if ns.journal:
-            state.journal = open_journal(ns, state)
+            state.journal = open_journal(ns, state, replica)
         if ns.tool_timeout is not None:
             state.kernel.tool_timeout = ns.tool_timeout
         operator_key = (
@@ -260,14 +326,15 @@ def serve(ns: argparse.Namespace) -> int:
             allowed_hosts=[h for h in ns.allowed_hosts.split(",") if h.strip()],
             operator_key=operator_key,
         )
-        sock = bind_socket(ns.host, ns.port)
+        sock = bound if bound is not None else bind_socket(ns.host, ns.port)
     except BootstrapError as exc:
         if state is not None and state.journal is not None:
             state.journal.close()
         print(f"fak serve: {exc}", file=sys.stderr)
         return 2
     policy_text = describe_policy(state, described or ns.policy)
-    print(f"fak serve: listening on {_url(sock)} policy {policy_text}", flush=True)
+    if bound is None:
+        print(f"fak serve: listening on {_url(sock)} policy {policy_text}", flush=True)
     # proxy_headers off: nothing here reads the client address, and a security gateway
     # should not rewrite it from X-Forwarded-For because a local process said so.
     config = uvicorn.Config(
@@ -281,13 +348,18 @@ def serve(ns: argparse.Namespace) -> int:
     return 0
 
 
-def open_journal(ns: argparse.Namespace, state: GatewayState) -> Journal:
-    """Open ``--journal`` and attach it to the state's kernel (recording, fail-closed gate)."""
+def open_journal(ns: argparse.Namespace, state: GatewayState, replica: str = "") -> Journal:
+    """Open ``--journal`` and attach it to the state's kernel (recording, fail-closed gate);
+    a replica writes its own chain (under ``--workers``, its own file)."""
     if ns.journal_rotate_bytes < 0:
         raise BootstrapError("--journal-rotate-bytes must be 0 (never) or a positive size")
+    path = journal_path_for(ns.journal, replica, getattr(ns, "workers", 1))
     try:
         journal = Journal(
-            ns.journal, durability=ns.journal_durability, rotate_bytes=ns.journal_rotate_bytes
+            path,
+            durability=ns.journal_durability,
+            rotate_bytes=ns.journal_rotate_bytes,
+            replica=replica,
         )
     except JournalError as exc:
         raise BootstrapError(f"--journal: {exc}") from exc

@@ -30,6 +30,7 @@ from fak_core.gateway.wire import decode_body, parse_admit, parse_call, parse_tr
 from fak_core.journal import JournalError
 from fak_core.jsondepth import dumps
 from fak_core.policy import Policy, PolicyError, load_policy, policy_digest
+from fak_core.statedown import StateUnavailable
 
 __all__ = ["PolicySource", "json_response", "native_routes"]
 
@@ -111,6 +112,8 @@ def _wire_errors(handler: Handler) -> Handler:
             return error_response(exc.status, exc.message, param="trace_id")
         except JournalError as exc:
             return error_response(503, str(exc), code="journal_unavailable")
+        except StateUnavailable as exc:
+            return error_response(503, str(exc), code="state_unavailable")
 
     wrapped.__name__ = handler.__name__
     wrapped.__doc__ = handler.__doc__
@@ -221,6 +224,10 @@ def native_routes(
             "limits": state.limits(),
         }
         body.update(health or {})
+        if state.shared is not None:  # several replicas: the shared state must answer
+            shared = await state.shared.aprobe()
+            body["state"] = shared
+            body["ok"] = bool(shared.get("ok"))
         return json_response(body)
 
     async def list_models(request: Request) -> Response:

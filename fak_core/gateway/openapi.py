@@ -175,7 +175,16 @@ _SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["ok"],
         "properties": {
-            "ok": {"const": True},
+            "ok": {
+                "type": "boolean",
+                "description": "true; false only when the shared session state "
+                "(fak serve --state) cannot be reached or trusted (see state)",
+            },
+            "state": {
+                "type": "object",
+                "description": "with fak serve --state: the shared state's probe (backend, "
+                "ok, failures, error)",
+            },
             "policy_digest": {"type": "string"},
             "tools": {"type": "integer"},
             "limits": {
@@ -259,7 +268,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         421: "a Host header the gateway does not answer for (DNS rebinding; see "
         "fak serve --allowed-hosts)",
         500: "unexpected failure; logged under the trace id",
-        503: "the decision journal cannot record the change (nothing changed)",
+        503: "the decision journal cannot record the change, or the shared session state "
+        "(fak serve --state) cannot be reached (nothing changed)",
     }
     out = {}
     # 403 on every route: a cross-site Origin (and, on trace routes, a non-owner).
@@ -322,7 +332,7 @@ def _paths() -> dict[str, Any]:
                 "parameters": [trace_param, *_OWNER_PARAMS],
                 "responses": {
                     "200": _json(_ref("TraceState"), "the session's taint"),
-                    **_errors(400),
+                    **_errors(400, 503),
                 },
             }
         },

@@ -51,6 +51,7 @@ from fak_core.jsonargs import args_nbytes
 from fak_core.jsondepth import dumps
 from fak_core.kernel import Kernel
 from fak_core.reasons import Reason
+from fak_core.statedown import STATE_DOWN, StateUnavailable
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind, frozen_meta
 
@@ -134,6 +135,9 @@ class GatewayState:
     _deciders: DeadlinePool = field(
         default_factory=lambda: DeadlinePool(DECIDE_WORKERS, "fak-decide"), init=False
     )
+    #: The shared session state (a :class:`fak_core.redis_state.RedisState`), or None: the
+    #: in-memory stores of this one process. ``/healthz`` probes it.
+    shared: Any = None
 
     def __post_init__(self) -> None:
         if self.decide_timeout is not None and not 0 < self.decide_timeout < float("inf"):
@@ -182,8 +186,11 @@ class GatewayState:
         )
 
     def close(self) -> None:
-        """Stop the idle decision workers (stuck ones stop when their decision returns)."""
+        """Stop the idle decision workers (stuck ones stop when their decision returns)
+        and close the connection to the shared state, if any."""
         self._deciders.close()
+        if self.shared is not None:
+            self.shared.close()
 
     def _late(self, call: ToolCall) -> Verdict:
         with self._lock:
@@ -327,14 +334,17 @@ class GatewayState:
         own time is bounded by the kernel's ``tool_timeout``.
         """
         kernel = self.kernel
-        if self.decide_timeout is None:
-            result, v = kernel.syscall(call)
-        else:
-            authorized, v, runnable = self.authorize(call)
-            if runnable:
-                result, v = kernel.run_authorized(authorized, v)
+        try:
+            if self.decide_timeout is None:
+                result, v = kernel.syscall(call)
             else:
-                result = kernel.deny_result(v)
+                authorized, v, runnable = self.authorize(call)
+                if runnable:
+                    result, v = kernel.run_authorized(authorized, v)
+                else:
+                    result = kernel.deny_result(v)
+        except StateUnavailable as exc:  # the result's taint could not be recorded: withheld
+            return self._state_down(call, exc)
         return {
             "verdict": self.render(v, result.meta),
             "result": {
@@ -351,7 +361,10 @@ class GatewayState:
             payload = result if isinstance(result, str) else raw_arguments(result)
         except WireError as exc:
             raise WireError(exc.message.replace("arguments", "result", 1), "result") from None
-        admitted, v = self.kernel.admit(call, Result(Status.OK, payload, taint=Taint.TAINTED))
+        try:
+            admitted, v = self.kernel.admit(call, Result(Status.OK, payload, taint=Taint.TAINTED))
+        except StateUnavailable as exc:  # its taint could not be recorded: withheld
+            return self._state_down(call, exc)
         return {
             "verdict": self.render(v, admitted.meta),
             "result": {
@@ -359,6 +372,18 @@ class GatewayState:
                 "content": admitted.payload,
                 "meta": dict(admitted.meta),
             },
+            "trace_id": call.trace_id,
+        }
+
+    def _state_down(self, call: ToolCall, exc: StateUnavailable) -> dict[str, Any]:
+        """The answer when the shared state failed mid-call: DENY/STATE_DOWN, no content
+        (a result whose taint is not on record is never handed out)."""
+        verdict = Verdict.deny(STATE_DOWN, "state", claim=str(exc))
+        result = self.kernel.deny_result(verdict)
+        meta = {**result.meta, "admit": "denied"}
+        return {
+            "verdict": self.render(verdict, meta),
+            "result": {"status": result.status.value, "content": "", "meta": meta},
             "trace_id": call.trace_id,
         }
 

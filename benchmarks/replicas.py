@@ -1,0 +1,209 @@
+"""Replicas: decisions per second through 1, 2 and 4 workers on one Redis, and what the
+shared ledger costs per decision against the in-memory one.
+
+The script starts its own ``redis-server`` (Debian's binary, a free loopback port, a
+temporary directory, ``appendonly yes``, ``maxmemory-policy noeviction``), then:
+
+1. **In process** (one run, µs per operation, median of ``--repeat`` rounds):
+   ``Kernel.decide`` on an egress call (the sink gate reads the session's mark: one Redis
+   round trip with the shared ledger), ``Kernel.admit`` of an untrusted result (the atomic
+   raise: one round trip), each with the in-memory and the Redis stores; and the gateway's
+   decision path (``GatewayState.decide``): inline with the in-memory stores, one thread
+   hop to a decision worker with the Redis ones (the stores are not declared
+   non-blocking, so the decision runs under the gateway's deadline).
+2. **Over HTTP**: ``fak serve`` in memory (the baseline), then
+   ``fak serve --state redis://... --workers N`` for N in 1, 2, 4, driven
+   by ``--concurrency`` asyncio clients for ``--seconds`` with ``adjudicate`` on an egress
+   call over a pool of sessions (every decision reads the shared mark); decisions/s.
+
+The figures depend on the machine (cores, load); the workers share its cores with the
+load generator and Redis. Run:
+``python benchmarks/replicas.py [--seconds 5] [--concurrency 32] [--repeat 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from fak_core import Kernel, Policy, Result, Status, Taint, ToolCall
+from fak_core.gateway.replicas import shared_kernel_options
+from fak_core.gateway.state import GatewayState
+from fak_core.redis_state import RedisState
+
+POLICY = Policy(allow=("send_email", "fetch_url"))
+EGRESS = '{"to": "alice@example.com", "body": "the report"}'
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_redis(directory: str) -> tuple[subprocess.Popen[bytes], str]:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        sys.exit("redis-server is not installed: apt-get install -y redis-server")
+    port = free_port()
+    args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, "--save", ""]
+    args += ["--appendonly", "yes", "--maxmemory-policy", "noeviction"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            RedisState(url).client.ping()
+            return proc, url
+        except Exception:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit("redis-server did not start")
+
+
+# ------------------------------------------------------------------ in process
+def per_op_us(fn: Callable[[int], Any], n: int, repeat: int) -> float:
+    rounds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for i in range(n):
+            fn(i)
+        rounds.append((time.perf_counter() - start) / n * 1e6)
+    return statistics.median(rounds)
+
+
+def in_process(url: str, n: int, repeat: int) -> None:
+    shared = RedisState(url)
+    shared.check()
+    kernels = {"memory": Kernel(POLICY), "redis": Kernel(POLICY, **shared_kernel_options(shared))}
+    print(f"in process, µs per operation (median of {repeat} rounds of {n}):")
+    print(f"  {'':34} {'memory':>9} {'redis':>9} {'extra':>9}")
+
+    def each(targets: dict[str, Any], op: Callable[[Any, int], Any]) -> dict[str, float]:
+        return {k: per_op_us(lambda i, t=t: op(t, i), n, repeat) for k, t in targets.items()}
+
+    calls = [ToolCall("send_email", EGRESS, f"bench-{i % 512}") for i in range(n)]
+    result = Result(Status.OK, "Quarterly numbers: revenue 12, costs 9.", taint=Taint.TAINTED)
+    fetches = [ToolCall("fetch_url", "{}", f"bench-admit-{i % 512}") for i in range(n)]
+    rows = [
+        ("Kernel.decide (egress, reads mark)", each(kernels, lambda k, i: k.decide(calls[i]))),
+        ("Kernel.admit (raises mark)", each(kernels, lambda k, i: k.admit(fetches[i], result))),
+    ]
+    states = {k: GatewayState(kernel) for k, kernel in kernels.items()}
+    hop_state = GatewayState(Kernel(POLICY))
+    hop_state._inline = lambda call: False  # type: ignore[method-assign]  # force the hop
+    try:
+        rows.append(
+            ("GatewayState.decide (the seam)", each(states, lambda s, i: s.decide(calls[i])))
+        )
+        hop = per_op_us(lambda i: hop_state.decide(calls[i]), n, repeat)
+    finally:
+        for s in (*states.values(), hop_state):
+            s.close()
+    for name, t in rows:
+        print(f"  {name:34} {t['memory']:9.1f} {t['redis']:9.1f} {t['redis'] - t['memory']:+9.1f}")
+    print(f"  {'memory kernel on a worker (the hop)':34} {hop:9.1f}")
+    print(
+        "  the Redis seam decides on a worker (its stores are not declared non-blocking): "
+        f"the hop alone costs {hop - rows[2][1]['memory']:+.1f} µs per decision"
+    )
+    shared.close()
+
+
+# ------------------------------------------------------------------ over HTTP
+def start_gateway(url: str | None, workers: int) -> tuple[subprocess.Popen[str], str]:
+    cmd = [sys.executable, "-m", "fak_core.gateway.cli", "--port", "0"]
+    if url is not None:
+        cmd += ["--state", url, "--replica-id", f"bench{workers}", "--workers", str(workers)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        sys.exit(f"fak serve did not start: {line}")
+    return proc, line.split("listening on ", 1)[1].split()[0]
+
+
+async def drive(base: str, seconds: float, concurrency: int) -> tuple[int, int]:
+    done = errors = 0
+    stop = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+
+        async def worker(w: int) -> None:
+            nonlocal done, errors
+            i = 0
+            while time.monotonic() < stop:
+                body = {
+                    "tool": "send_email",
+                    "trace_id": f"http-{w}-{i % 64}",
+                    "arguments": {"to": "alice@example.com", "body": "hi"},
+                }
+                r = await client.post("/v1/fak/adjudicate", json=body)
+                if r.status_code == 200 and "verdict" in r.json():
+                    done += 1
+                else:
+                    errors += 1
+                i += 1
+
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    return done, errors
+
+
+def over_http(url: str, seconds: float, concurrency: int) -> None:
+    print(
+        f"over HTTP, adjudicate (egress) for {seconds:g} s, {concurrency} clients, "
+        f"{os.cpu_count()} cores:"
+    )
+    for label, state, workers in (
+        ("in memory, 1 process", None, 1),
+        ("redis, workers 1", url, 1),
+        ("redis, workers 2", url, 2),
+        ("redis, workers 4", url, 4),
+    ):
+        proc, base = start_gateway(state, workers)
+        try:
+            asyncio.run(drive(base, 1.0, concurrency))  # warm-up: every worker imported
+            done, errors = asyncio.run(drive(base, seconds, concurrency))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        print(f"  {label:22} {done / seconds:8.0f} decisions/s  ({errors} errors)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("-n", type=int, default=2000, help="operations per in-process round")
+    ns = p.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        proc, url = start_redis(directory)
+        try:
+            in_process(url, ns.n, ns.repeat)
+            over_http(url, ns.seconds, ns.concurrency)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+if __name__ == "__main__":
+    main()

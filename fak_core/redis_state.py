@@ -1,0 +1,221 @@
+"""One Redis shared by several gateway replicas: the connection, its checks, its failure.
+
+``fak serve --state redis://HOST:PORT/DB`` keeps session state (taint marks, rate-limit
+windows, held results, session owners) in one Redis so that every replica decides on
+the same state (:mod:`fak_core.redis_stores`). This module owns the connection and says
+when the shared state cannot be trusted:
+
+* **At start** (:meth:`RedisState.check`): ``maxmemory-policy`` must be ``noeviction``
+  (any other policy may evict a taint mark, which would read as clean) and ``appendonly``
+  must be ``yes`` (without the append-only file a restart of Redis forgets every write
+  since the last snapshot). A setting that could forget taint refuses the start.
+* **Epoch.** The first replica writes a random ``fak:epoch``; every replica remembers the
+  one it found, and every script checks it first. If Redis comes back without it (data
+  lost: a restart without persistence, a ``FLUSHALL``), every operation fails with
+  :class:`StateUnavailable` until an operator restarts the replicas: forgotten state is
+  never read as clean.
+* **Outage.** Any Redis error or timeout (``socket_timeout``, no retries) is a
+  :class:`StateUnavailable`, which the kernel and the gateway turn into DENY/STATE_DOWN
+  (:data:`STATE_DOWN`, an extension reason; disposition WAIT). Nothing falls back to a
+  local store. The next operation tries Redis again, so service resumes by itself.
+
+The kernel is synchronous, so the stores use redis-py's synchronous client on the thread
+that decides (the gateway's decision worker: the stores are not declared non-blocking,
+so a decision that reads Redis runs under the gateway's deadline, one thread hop per
+decision; ``benchmarks/replicas.py`` measures it). ``/healthz`` probes with the asyncio
+client on the event loop (:meth:`RedisState.aprobe`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from fak_core.statedown import STATE_DOWN, StateUnavailable, register_state_down
+
+__all__ = [
+    "DEFAULT_STATE_TIMEOUT",
+    "EPOCH_KEY",
+    "STATE_DOWN",
+    "RedisState",
+    "StateConfigError",
+    "StateUnavailable",
+    "register_state_down",
+]
+
+#: Seconds one Redis command may take before it is an outage.
+DEFAULT_STATE_TIMEOUT = 0.5
+EPOCH_KEY = "fak:epoch"
+_LOST = "FAKLOST"
+#: Every script starts here: the epoch this replica found must still be there.
+EPOCH_GUARD = f"""
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return redis.error_reply('{_LOST} the shared state was lost (fak:epoch changed)')
+end
+"""
+
+
+class StateConfigError(ValueError):
+    """A ``--state`` URL or Redis setting the gateway refuses to start with."""
+
+
+def parse_url(url: str) -> str:
+    """``redis://HOST:PORT/DB`` checked; the URL back, or :class:`StateConfigError`."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise StateConfigError(
+            f"--state {url}: expected redis://HOST:PORT/DB (or rediss:// or unix://)"
+        )
+    if parts.scheme != "unix" and not parts.hostname:
+        raise StateConfigError(f"--state {url}: no host; expected redis://HOST:PORT/DB")
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise StateConfigError(f"--state {url}: the database is a number, not {db!r}")
+    return url
+
+
+class RedisState:
+    """The shared Redis: a synchronous client for the stores, an asyncio one for health."""
+
+    def __init__(self, url: str, *, timeout: float = DEFAULT_STATE_TIMEOUT) -> None:
+        self.url = parse_url(url)
+        self.timeout = timeout
+        options: dict[str, Any] = {
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            "retry": Retry(NoBackoff(), 0),
+            "health_check_interval": 0,
+            "encoding_errors": "surrogatepass",  # as every other store encodes trace ids
+        }
+        self.client: redis.Redis = redis.Redis.from_url(url, **options)
+        self._async_options = options
+        self._aclient: redis.asyncio.Redis | None = None
+        self.epoch = ""
+        self._lock = threading.Lock()
+        #: Operations that failed (outage, timeout, lost epoch) since start.
+        self.failures = 0
+        self.last_error = ""
+        self._down_since: float | None = None
+
+    # ------------------------------------------------------------------ start-up
+    def check(self) -> None:
+        """Refuse a Redis that could forget taint; adopt (or create) the epoch."""
+        try:
+            config = self.client.config_get("maxmemory-policy")
+            config.update(self.client.config_get("appendonly"))
+        except redis.RedisError as exc:
+            raise StateConfigError(
+                f"--state {self.url}: cannot read the Redis settings ({exc}); the gateway "
+                "checks maxmemory-policy and appendonly before it trusts a Redis (CONFIG GET "
+                "must be allowed)"
+            ) from exc
+        problem = settings_problem(config)
+        if problem:
+            raise StateConfigError(f"--state {self.url}: {problem}")
+        try:
+            self.client.set(EPOCH_KEY, secrets.token_hex(16), nx=True)
+            epoch = self.client.get(EPOCH_KEY)
+        except redis.RedisError as exc:
+            raise StateConfigError(f"--state {self.url}: {exc}") from exc
+        if not epoch:
+            raise StateConfigError(f"--state {self.url}: could not read {EPOCH_KEY}")
+        self.epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
+
+    # ------------------------------------------------------------------ operations
+    def script(self, body: str) -> Any:
+        """A Lua script whose first act is the epoch check (``KEYS[1]``, ``ARGV[1]``)."""
+        return self.client.register_script(EPOCH_GUARD + body)
+
+    def run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """Run ``script`` under the epoch guard; any failure is :class:`StateUnavailable`."""
+        try:
+            out = script(keys=[EPOCH_KEY, *keys], args=[self.epoch, *args], client=self.client)
+        except redis.RedisError as exc:
+            self._failed(exc)
+            raise StateUnavailable(self._why(exc)) from None
+        if self._down_since is not None:
+            with self._lock:
+                self._down_since = None
+        return out
+
+    def _why(self, exc: Exception) -> str:
+        text = str(exc)
+        if _LOST in text:
+            return (
+                "the shared state was lost (Redis came back without fak:epoch): taint may "
+                "have been forgotten, so every session is refused until an operator "
+                "restarts the replicas"
+            )
+        return f"shared state unavailable ({type(exc).__name__}: {text[:120]})"
+
+    def _failed(self, exc: Exception) -> None:
+        with self._lock:
+            self.failures += 1
+            self.last_error = self._why(exc)
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+
+    # ------------------------------------------------------------------ health
+    async def aprobe(self) -> dict[str, Any]:
+        """``/healthz``'s view: PING, the epoch and the eviction policy, on the event loop."""
+        if self._aclient is None:
+            self._aclient = redis.asyncio.Redis.from_url(self.url, **self._async_options)
+        client = self._aclient
+        out: dict[str, Any] = {"backend": "redis", "failures": self.failures}
+        try:
+            epoch = await client.get(EPOCH_KEY)
+            config = await client.config_get("maxmemory-policy")
+            config.update(await client.config_get("appendonly"))
+        except redis.RedisError as exc:
+            self._failed(exc)
+            return {**out, "ok": False, "error": self._why(exc)}
+        found = epoch.decode() if isinstance(epoch, bytes) else epoch
+        if found != self.epoch:
+            why = self._why(RuntimeError(_LOST))
+            return {**out, "ok": False, "error": why}
+        problem = settings_problem(config)
+        if problem:
+            return {**out, "ok": False, "error": problem}
+        return {**out, "ok": True}
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            down = self._down_since
+        return {
+            "backend": "redis",
+            "failures": self.failures,
+            "down_s": round(time.monotonic() - down, 3) if down is not None else 0,
+            "last_error": self.last_error,
+        }
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def settings_problem(config: dict[Any, Any]) -> str | None:
+    """Why these Redis settings could forget taint (None: they cannot)."""
+    conf = {_text(k): _text(v) for k, v in config.items()}
+    policy = conf.get("maxmemory-policy", "")
+    if policy != "noeviction":
+        return (
+            f"Redis maxmemory-policy is {policy or 'unknown'!r}: it may evict a taint mark, "
+            "which would then read as clean; set maxmemory-policy noeviction"
+        )
+    if conf.get("appendonly", "") != "yes":
+        return (
+            "Redis appendonly is off: a restart would forget every write since the last "
+            "snapshot, taint included; set appendonly yes (appendfsync everysec or always)"
+        )
+    return None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

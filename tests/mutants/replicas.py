@@ -1,0 +1,98 @@
+"""Mutants for C4.7 (taint across replicas): plausible ways a replica stops sharing."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any
+from unittest import mock
+
+from fak_core.ledger import MemoryLedger
+from fak_core.redis_stores import RedisHeldStore, RedisLedger
+from fak_core.taint import Taint
+from pytest_fak import mutant
+
+
+@mutant("C4.7/replica-local-ledger")
+def replica_local_ledger() -> Any:
+    """Each replica keeps its own in-memory ledger (the store never reaches Redis): a
+    session tainted on one replica is clean on the other."""
+    local: weakref.WeakKeyDictionary[RedisLedger, MemoryLedger] = weakref.WeakKeyDictionary()
+
+    def mine(self: RedisLedger) -> MemoryLedger:
+        return local.setdefault(self, MemoryLedger())
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(
+        mock.patch.object(RedisLedger, "level", lambda self, t: mine(self).level(t))
+    )
+    stack.enter_context(
+        mock.patch.object(
+            RedisLedger, "raise_to", lambda self, t, taint: mine(self).raise_to(t, taint)
+        )
+    )
+    stack.enter_context(
+        mock.patch.object(RedisLedger, "reset", lambda self, t: mine(self).reset(t))
+    )
+    return stack
+
+
+@mutant("C4.7/cached-level")
+def cached_level() -> Any:
+    """A replica caches the first mark it reads per trace (saving a round trip per
+    decision), so it never sees another replica's raise."""
+    real_level = RedisLedger.level
+    real_raise = RedisLedger.raise_to
+    cache: weakref.WeakKeyDictionary[RedisLedger, dict[str, Taint]] = weakref.WeakKeyDictionary()
+
+    def level(self: RedisLedger, trace: str) -> Taint:
+        mine = cache.setdefault(self, {})
+        if trace not in mine:
+            mine[trace] = real_level(self, trace)
+        return mine[trace]
+
+    def raise_to(self: RedisLedger, trace: str, taint: Taint) -> Taint:
+        out = real_raise(self, trace, taint)
+        cache.setdefault(self, {})[trace] = out
+        return out
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(RedisLedger, "level", level))
+    stack.enter_context(mock.patch.object(RedisLedger, "raise_to", raise_to))
+    return stack
+
+
+@mutant("C4.7/shared-set-not-max")
+def shared_set_not_max() -> Any:
+    """``raise_to`` writes the new label with a plain SET, not the atomic maximum: a later
+    trusted result on any replica lowers the shared mark."""
+
+    def raise_to(self: RedisLedger, trace: str, taint: Taint) -> Taint:
+        self.state.client.set(self.PREFIX + trace, int(taint))
+        return Taint(taint)
+
+    return mock.patch.object(RedisLedger, "raise_to", raise_to)
+
+
+@mutant("C4.7/held-stub-local")
+def held_stub_local() -> Any:
+    """Each replica remembers only the stubs it issued itself: the stub one replica hands
+    out is screened as a look-alike by the other."""
+    issued: weakref.WeakKeyDictionary[RedisHeldStore, set[str]] = weakref.WeakKeyDictionary()
+    real_hold = RedisHeldStore.hold
+
+    def hold(
+        self: RedisHeldStore, payload: str, key: str | None = None, *, stub: Any = None
+    ) -> str:
+        held = real_hold(self, payload, key, stub=stub)
+        if stub is not None:
+            issued.setdefault(self, set()).add(stub(held))
+        return held
+
+    def minted(self: RedisHeldStore, text: str) -> bool:
+        return text in issued.get(self, set())
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(RedisHeldStore, "hold", hold))
+    stack.enter_context(mock.patch.object(RedisHeldStore, "minted", minted))
+    return stack
