@@ -25,7 +25,7 @@ from fak_core.calls import ToolCall
 from fak_core.gateway.errors import error_response
 from fak_core.gateway.middleware import MINTED_KEY, header_value
 from fak_core.gateway.sessions import OPERATOR_HEADER, SESSION_HEADER, SessionError
-from fak_core.gateway.state import GatewayState, WireError
+from fak_core.gateway.state import BLANK, GatewayState, WireError
 from fak_core.gateway.wire import decode_body, parse_admit, parse_call, parse_trace_id
 from fak_core.journal import JournalError
 from fak_core.jsondepth import dumps
@@ -174,7 +174,7 @@ def native_routes(
 
     @_wire_errors
     async def trace_get(request: Request) -> Response:
-        trace = str(request.path_params["trace_id"]).strip()
+        trace = str(request.path_params["trace_id"]).strip(BLANK)
         if not trace:
             return error_response(400, "missing trace id in the path", param="trace_id")
         _permitted(request, trace)

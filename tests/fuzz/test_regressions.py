@@ -82,6 +82,25 @@ def test_bodies_deeper_than_the_gateway_reads_are_a_clear_400(depth: int) -> Non
             assert f"nests deeper than {MAX_JSON_DEPTH} levels" in message
 
 
+@pytest.mark.parametrize("raw", ["%1C", "%1F", "%C2%85"])
+def test_a_path_trace_the_schema_counts_as_text_is_not_called_missing(raw: str) -> None:
+    """``GET /v1/fak/trace/%1C`` answered 400 "missing trace id": the route stripped with
+    ``str.strip()``, which also takes \\x1c-\\x1f and \\x85, while the OpenAPI ``pattern: \\S``
+    (ECMA-262) counts them as text. The route now strips what the schema calls blank."""
+    with TestClient(
+        create_app(GatewayState(make_kernel()), mcp=False), base_url="http://127.0.0.1"
+    ) as client:
+        trace = unquote(raw)
+        first = client.post("/v1/fak/adjudicate", json={"tool": "echo", "trace_id": trace})
+        assert first.status_code == 200, first.text
+        own = {"X-Fak-Session": first.headers["x-fak-session"]}
+        r = client.get(f"/v1/fak/trace/{raw}", headers=own)
+        assert r.status_code == 200, r.text
+        assert r.json()["trace_id"] == trace
+        stranger = client.get(f"/v1/fak/trace/{raw}")
+        assert stranger.status_code == 403, stranger.text
+
+
 @pytest.mark.fak_theorem("A7.4")
 @pytest.mark.parametrize("text", ["\x1c", "\u2028", "\x85", "\u3000", " \x0b "])
 def test_non_json_white_space_arguments_are_malformed_not_empty(text: str) -> None:
