@@ -65,7 +65,10 @@ PLACES = (
     ),
     Place(
         "item",
-        lambda p: {"type": "object", "properties": {"v": {"type": "array", "items": {"pattern": p}}}},
+        lambda p: {
+            "type": "object",
+            "properties": {"v": {"type": "array", "items": {"pattern": p}}},
+        },
         lambda t: {"v": [t]},
         True,
     ),
@@ -179,13 +182,15 @@ def test_a_pattern_only_backtracking_can_run_is_refused_where_schemas_enter(
 ) -> None:
     schema, where, bad = case
     kernel = Kernel()
+    enter: dict[str, Callable[[], object]] = {
+        "register_schema": lambda: kernel.register_schema("t", schema),
+        "register_tool": lambda: kernel.register_tool("t", lambda args: "ok", schema=schema),
+        "policy": lambda: load_policy(
+            json.dumps({"allow": ["t"], "schemas": {"t": schema}}), fmt="json"
+        ),
+    }
     with pytest.raises((InvalidSchemaError, PolicyError)) as err:
-        if entry == "register_schema":
-            kernel.register_schema("t", schema)
-        elif entry == "register_tool":
-            kernel.register_tool("t", lambda args: "ok", schema=schema)
-        else:
-            load_policy(json.dumps({"allow": ["t"], "schemas": {"t": schema}}), fmt="json")
+        enter[entry]()
     if entry == "policy":
         assert "schemas.t" in str(err.value), err.value
     _refusal_is_clear(str(err.value), where, bad)
@@ -269,7 +274,9 @@ _ECMA = [
 @pytest.mark.fak_theorem("A7.6")
 @pytest.mark.parametrize("exact", [False, True], ids=["fast", "exact"])
 @pytest.mark.parametrize(("pattern", "text", "matches"), _ECMA)
-def test_schema_patterns_follow_ecma_262(pattern: str, text: str, matches: bool, exact: bool) -> None:
+def test_schema_patterns_follow_ecma_262(
+    pattern: str, text: str, matches: bool, exact: bool
+) -> None:
     for place in PLACES:
         compiled = compile_schema(place.wrap(pattern, exact))
         assert compiled.is_valid(place.args(text)) == _expect(place, matches), place.name
