@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from fak_core import Kernel, PolicyError, Reason, ToolCall
 from fak_core.policy import load_policy
 from fak_core.schemas import InvalidSchemaError, compile_schema
-from tests.kernel.test_policy_patterns import _ADVERSARIAL, _catastrophic
+from tests.kernel.test_policy_patterns import _ADVERSARIAL, _catastrophic, _quantified
 
 
 # ------------------------------------------------------------- where a regex applies
@@ -232,11 +232,9 @@ _PATTERNS = st.tuples(
     st.recursive(
         _ATOMS,
         lambda inner: st.one_of(
-            st.tuples(inner, st.sampled_from(["*", "+", "?", "{1,2}"])).map(
-                lambda pq: f"(?:{pq[0]}){pq[1]}"
-            ),
+            _quantified(inner),
             st.lists(inner, min_size=2, max_size=3).map("".join),
-            st.lists(inner, min_size=2, max_size=3).map("|".join).map(lambda s: f"({s})"),
+            st.lists(inner, min_size=2, max_size=3).map("|".join),
         ),
         max_leaves=5,
     ),
