@@ -114,12 +114,8 @@ _PATTERN_KEYS = frozenset({"patternProperties"})
 def _fast_validator(doc: Any, label: str) -> Any:
     """The compiled jsonschema-rs validator, every regex on the linear engine; a regex
     that engine refuses is an error naming its JSON pointer (no backtracking fallback)."""
-    try:
-        if isinstance(doc, dict) and "$schema" in doc:
-            return jsonschema_rs.validator_for(doc, validate_formats=False, pattern_options=LINEAR)
-        return jsonschema_rs.Draft202012Validator(
-            doc, validate_formats=False, pattern_options=LINEAR
-        )
+    try:  # Draft 2020-12 unless the schema names another draft
+        return jsonschema_rs.validator_for(doc, validate_formats=False, pattern_options=LINEAR)
     except jsonschema_rs.ValidationError as exc:
         kind = exc.kind
         if isinstance(kind, jsonschema_rs.ValidationErrorKind.Format) and kind.format == "regex":

@@ -213,14 +213,52 @@ def test_the_exact_path_refuses_unevaluated_properties_beside_pattern_properties
 
 
 @pytest.mark.fak_theorem("A7.6")
-def test_a_refused_pattern_inside_an_embedded_resource_is_located_in_the_document() -> None:
-    schema = {
-        "$defs": {"s": {"$id": "https://example.com/s", "pattern": "a(?=b)"}},
-        "properties": {"v": {"$ref": "https://example.com/s"}},
-    }
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        (  # jsonschema-rs reports paths inside an embedded resource relative to it
+            {
+                "$defs": {"s": {"$id": "https://example.com/s", "pattern": "a(?=b)"}},
+                "properties": {"v": {"$ref": "https://example.com/s"}},
+            },
+            "/$defs/s/pattern",
+        ),
+        (
+            {
+                "$defs": {
+                    "s": {
+                        "$id": "https://example.com/s",
+                        "properties": {"w": {"pattern": "a(?=b)"}},
+                    }
+                },
+                "properties": {"v": {"$ref": "https://example.com/s"}},
+            },
+            "/$defs/s/properties/w/pattern",
+        ),
+        (  # the same text earlier in the document, where no regex applies: the applied one
+            {"examples": [{"pattern": "a(?=b)"}], "properties": {"v": {"pattern": "a(?=b)"}}},
+            "/properties/v/pattern",
+        ),
+        (
+            {
+                "examples": [{"patternProperties": {"a(?=b)": {}}}],
+                "patternProperties": {"a(?=b)": {}},
+            },
+            "/patternProperties/a(?=b)",
+        ),
+        (
+            {
+                "examples": [{"patternProperties": {"a(?=b)": {}}}],
+                "properties": {"p": {"patternProperties": {"a(?=b)": {}}}},
+            },
+            "/properties/p/patternProperties/a(?=b)",
+        ),
+    ],
+)
+def test_a_refused_pattern_is_located_where_it_applies(schema: dict[str, Any], where: str) -> None:
     with pytest.raises(InvalidSchemaError) as err:
         compile_schema(schema, "t")
-    _refusal_is_clear(str(err.value), "/$defs/s/pattern", "a(?=b)")
+    _refusal_is_clear(str(err.value), where, "a(?=b)")
 
 
 # ------------------------------------------------- the two paths read the same dialect
