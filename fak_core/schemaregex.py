@@ -84,11 +84,10 @@ def locate(doc: Any, parts: Any, pattern: str) -> str:
     node: Any = doc
     for part in parts[:-1]:
         node = node.get(part) if isinstance(node, dict) else None
-    if parts and isinstance(node, dict):
+    if parts and isinstance(node, dict):  # a pattern's value, or a patternProperties key
         last = parts[-1]
-        if (last == "pattern" and node.get(last) == pattern) or (
-            len(parts) > 1 and parts[-2] == "patternProperties" and last == pattern
-        ):
+        found = node.get(last) if last == "pattern" else (last if last in node else None)
+        if found == pattern:
             return pointer(parts)
     found = next(_occurrences(doc, pattern, ()), None)
     return pointer(found if found is not None else parts)

@@ -235,6 +235,16 @@ def test_the_exact_path_refuses_unevaluated_properties_beside_pattern_properties
             },
             "/$defs/s/properties/w/pattern",
         ),
+        (  # the resource-relative path names a root patternProperties without that key
+            {
+                "$defs": {
+                    "s": {"$id": "https://example.com/s", "patternProperties": {"a(?=b)": {}}}
+                },
+                "patternProperties": {"^ok": {}},
+                "properties": {"v": {"$ref": "https://example.com/s"}},
+            },
+            "/$defs/s/patternProperties/a(?=b)",
+        ),
         (  # the same text earlier in the document, where no regex applies: the applied one
             {"examples": [{"pattern": "a(?=b)"}], "properties": {"v": {"pattern": "a(?=b)"}}},
             "/properties/v/pattern",
