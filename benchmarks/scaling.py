@@ -8,7 +8,12 @@ redaction, sink classification, and the whole ``Kernel.decide``; then the time r
 doubling of the size (linear is about 2x) over 1 KiB → 64 KiB and 64 KiB → 1 MiB.
 The last rows run a catastrophic policy pattern, ``(a+)+$``, on ``aaa…a!`` as an
 ``arg_rules`` deny_regex (whole ``Kernel.decide``) and as a ``secret_patterns`` entry
-(the result screen): policy patterns are compiled with RE2 (theorem D2.6).
+(the result screen): policy patterns are compiled with RE2 (theorem D2.6). Then
+``^(a+)+$`` as a tool schema's ``pattern`` and ``patternProperties`` key, on both validation
+paths (jsonschema-rs, and ``jsonschema`` for a schema with ``multipleOf``): schema regexes
+run on the linear Rust ``regex`` engine (theorem A7.6). Between 256 KiB and 2 MiB that
+engine's time per byte steps up once (as much for ``^a+$`` as for ``^(a+)+$``, and from
+2 MiB to 4 MiB it is back to 2x per doubling): a constant, not backtracking.
 The first rows time ``orjson.loads`` alone, for reference: from 64 KiB to 1 MiB the data
 stops fitting in the CPU's caches, and C primitives (parsing, ``re.split``,
 ``os.path.normpath``, substring search) grow by more than 2x per doubling there too, the
@@ -126,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             cells = "".join(f"{s * 1e3:>11.3f}ms" for s in secs)
             print(f"{name:<22}{shape:<8}{cells}   {lo:>13.2f}x {hi:>7.2f}x")
     _policy_patterns(ns.min_time)
+    _schema_patterns(ns.min_time)
     return 0
 
 
@@ -147,12 +153,61 @@ def _policy_patterns(min_time: float) -> None:
         return lambda: kernel.screen_text(call, result)
 
     rows = {"policy deny_regex": deny_regex, "policy secret_pattern": secret_pattern}
+    _rows(rows, min_time)
+
+
+def _rows(rows: dict[str, Callable[[int], Callable[[], object]]], min_time: float) -> None:
+    """One row per check on ``aaa…a!`` arguments of each size: times and x/doubling."""
     for name, make in rows.items():
         secs = [_median(make(size - 200), min_time) for size in SIZES]
         lo = (secs[1] / secs[0]) ** (1 / 6)
         hi = (secs[2] / secs[1]) ** (1 / 4)
         cells = "".join(f"{s * 1e3:>11.3f}ms" for s in secs)
         print(f"{name:<22}{'a+!':<8}{cells}   {lo:>13.2f}x {hi:>7.2f}x")
+
+
+def _schema_patterns(min_time: float) -> None:
+    """A catastrophic schema pattern, ``^(a+)+$``, on a property value and as a
+    ``patternProperties`` key, on both validation paths (theorem A7.6): the compiled
+    jsonschema-rs validator, and ``jsonschema`` for a schema with ``multipleOf``."""
+    kernel = Kernel(load_policy(orjson.dumps({"allow_prefix": ["s_"]}).decode(), fmt="json"))
+    for path in ("fast", "exact"):
+        props: dict[str, Any] = {"body": {"type": "string", "pattern": "^(a+)+$"}}
+        if path == "exact":
+            props["n"] = {"type": "number", "multipleOf": 0.5}
+        kernel.register_schema(f"s_value_{path}", {"type": "object", "properties": props})
+        kernel.register_schema(
+            f"s_key_{path}",
+            {
+                "type": "object",
+                "properties": props,
+                "patternProperties": {"^(a+)+$": {"type": "integer"}},
+            },
+        )
+
+    def value(path: str) -> Callable[[int], Callable[[], object]]:
+        def make(n: int) -> Callable[[], object]:
+            call = ToolCall(f"s_value_{path}", orjson.dumps({"body": "a" * n + "!"}).decode())
+            return lambda: kernel.decide(call)
+
+        return make
+
+    def key(path: str) -> Callable[[int], Callable[[], object]]:
+        def make(n: int) -> Callable[[], object]:
+            call = ToolCall(f"s_key_{path}", orjson.dumps({"a" * n + "!": "s"}).decode())
+            return lambda: kernel.decide(call)
+
+        return make
+
+    _rows(
+        {
+            "schema pattern fast": value("fast"),
+            "schema pattern exact": value("exact"),
+            "schema key fast": key("fast"),
+            "schema key exact": key("exact"),
+        },
+        min_time,
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ One exception: jsonschema-rs decides ``multipleOf`` in floating point, so it tak
 141668294859277408 (as a JSON number with an exponent) for a multiple of 5. A schema that
 uses ``multipleOf`` anywhere is validated by ``jsonschema`` itself, which divides exactly;
 such tools pay Python validation speed on rung 1 (the differential test found this).
+
+Every regular expression a schema applies to the arguments runs on one linear-time engine
+on both paths (:mod:`fak_core.schemaregex`); a pattern that engine cannot take is refused
+here, with the JSON pointer of the pattern, never handed to a backtracking engine.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 import jsonschema
 import jsonschema_rs
 from jsonschema.exceptions import SchemaError
+
+from fak_core.schemaregex import LINEAR, exact_validator_class, locate, regex_refusal
 
 __all__ = [
     "INEXACT_KEYWORDS",
@@ -87,15 +93,38 @@ def compile_schema(schema: Mapping[str, Any] | bool, tool: str = "") -> Compiled
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         raise InvalidSchemaError(f"{label} is invalid at {where}: {exc.message}") from None
-    try:
-        if isinstance(doc, dict) and "$schema" in doc:
-            fast = jsonschema_rs.validator_for(doc, validate_formats=False)
-        else:
-            fast = jsonschema_rs.Draft202012Validator(doc, validate_formats=False)
+    fast = _fast_validator(doc, label)
+    exact = None
+    if _uses(doc, INEXACT_KEYWORDS):
+        if _uses(doc, _UNEVALUATED) and _uses(doc, _PATTERN_KEYS):
+            raise InvalidSchemaError(
+                f"{label} uses multipleOf, so it is validated exactly by the jsonschema "
+                "library, whose unevaluatedProperties matches patternProperties with "
+                "Python's backtracking re: use additionalProperties instead of "
+                "unevaluatedProperties, or drop patternProperties"
+            )
+        exact = exact_validator_class(cls)(doc)
+    return CompiledSchema(doc, fast, exact)
+
+
+_UNEVALUATED = frozenset({"unevaluatedProperties"})
+_PATTERN_KEYS = frozenset({"patternProperties"})
+
+
+def _fast_validator(doc: Any, label: str) -> Any:
+    """The compiled jsonschema-rs validator, every regex on the linear engine; a regex
+    that engine refuses is an error naming its JSON pointer (no backtracking fallback)."""
+    try:  # Draft 2020-12 unless the schema names another draft
+        return jsonschema_rs.validator_for(doc, validate_formats=False, pattern_options=LINEAR)
+    except jsonschema_rs.ValidationError as exc:
+        kind = exc.kind
+        if isinstance(kind, jsonschema_rs.ValidationErrorKind.Format) and kind.format == "regex":
+            pattern = str(exc.instance)
+            where = locate(doc, exc.instance_path, pattern)
+            raise InvalidSchemaError(regex_refusal(label, where, pattern)) from None
+        raise InvalidSchemaError(f"{label} cannot be compiled: {exc}") from None
     except (ValueError, jsonschema_rs.ReferencingError) as exc:
         raise InvalidSchemaError(f"{label} cannot be compiled: {exc}") from None
-    exact = cls(doc) if _uses(doc, INEXACT_KEYWORDS) else None
-    return CompiledSchema(doc, fast, exact)
 
 
 class SchemaRegistry:

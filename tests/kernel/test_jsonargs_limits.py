@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fak_core.jsonargs import ArgsError, parse_args
@@ -63,7 +63,14 @@ def test_nesting_limit_is_exact_at_its_boundary(
 
 
 @pytest.mark.fak_theorem("A7.4")
-@given(st.dictionaries(st.text(max_size=4), scalars, max_size=4), st.integers(-1, 1), st.booleans())
+@given(
+    st.dictionaries(
+        st.text(max_size=4) | st.text("a€😀", min_size=4, max_size=8), scalars, max_size=4
+    ),
+    st.integers(-1, 1),
+    st.booleans(),
+)
+@example({"😀😀😀😀😀😀": "😀"}, -1, False)  # 15 characters, 36 bytes: over half the limit
 def test_size_limit_is_exact_at_its_boundary(
     doc: dict[str, Any], delta: int, as_bytes: bool
 ) -> None:

@@ -517,3 +517,43 @@ def raw_markers() -> Any:
 def raw_secrets() -> Any:
     """Search secret shapes in the raw text only."""
     return mock.patch.object(_admission, "_stripped", lambda text: text)
+
+
+# ------------------------------------------------------------ A7.6 linear schema regexes
+_schemas = importlib.import_module("fak_core.schemas")
+
+
+@mutant("A7.6/rs-backtracks")
+def rs_backtracks() -> Any:
+    """The compiled validator uses jsonschema-rs's default engine, fancy-regex, which
+    backtracks (lookaround, backreferences) instead of the linear ``regex`` crate."""
+    return mock.patch.object(_schemas, "LINEAR", None)
+
+
+@mutant("A7.6/exact-path-re")
+def exact_path_re() -> Any:
+    """The exact path (schemas with ``multipleOf``) matches regexes with Python's ``re``,
+    as plain ``jsonschema`` does (the original bug)."""
+    return mock.patch.object(_schemas, "exact_validator_class", lambda cls: cls)
+
+
+@mutant("A7.6/silent-fallback")
+def silent_fallback() -> Any:
+    """A pattern the linear engine refuses is not refused: the schema silently falls back
+    to jsonschema-rs's backtracking default (and ``re`` on the exact path)."""
+    import jsonschema_rs
+
+    from fak_core.schemas import InvalidSchemaError
+
+    real = _schemas._fast_validator
+
+    def fast_validator(doc: Any, label: str) -> Any:
+        try:
+            return real(doc, label)
+        except InvalidSchemaError:
+            return jsonschema_rs.validator_for(doc, validate_formats=False)
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(_schemas, "_fast_validator", fast_validator))
+    stack.enter_context(mock.patch.object(_schemas, "exact_validator_class", lambda cls: cls))
+    return stack
