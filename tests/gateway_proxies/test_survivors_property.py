@@ -2,8 +2,12 @@
 
 Hypothesis generates mixes of proposed calls whose verdict is known from how they were
 built (allowed, denied, repaired, witness-gated, quarantined, unknown, malformed
-arguments). Gateway and upstream both run in process (``httpx.ASGITransport``) for speed;
-both wires, buffered and streaming.
+arguments, a blank tool name, a TRANSFORM whose repaired arguments are not a JSON object)
+and a per-turn limit (``GatewayState.max_tool_calls``) that may cut the mix short. Gateway
+and upstream both run in process (``httpx.ASGITransport``) for speed; both wires,
+buffered and streaming. Besides what the client receives, the gateway's record of every
+proposal is checked against the category: its tool, whether it was admitted, the
+verdict's kind and reason, and for a call past the limit the claim naming its position.
 """
 
 from __future__ import annotations
@@ -14,13 +18,30 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from fak_core import Policy, Verdict
+
 from .inprocess import in_process_gateway
+from .kernels import ALLOWED
 from .scripted_upstream import Script
 
 _UPSTREAM, _STATE, _APP = in_process_gateway()
+# Two tools whose TRANSFORM repairs to something that is not a JSON object.
+_STATE.kernel.set_policy(
+    Policy(
+        allow=(*ALLOWED, "repair_to_array", "repair_to_text"),
+        deny={"deny_thing": "POLICY_BLOCK"},
+        redact_fields=("password",),
+    )
+)
+_STATE.kernel.add_adjudicator(
+    lambda view: Verdict.transform("[1, 2]", "test-repair"), 50, tools=["repair_to_array"]
+)
+_STATE.kernel.add_adjudicator(
+    lambda view: Verdict.transform("{not json", "test-repair"), 50, tools=["repair_to_text"]
+)
 
 words = st.text("abcdefgh", min_size=1, max_size=6)
 plain_args = st.dictionaries(
@@ -44,12 +65,28 @@ CALLS = st.one_of(
         st.just("send_email"),
         st.sampled_from(["{bad", "[1,2]", '"str"', '{"a":']),
     ),
+    st.tuples(st.just("blank"), st.sampled_from(["", " ", "\t"]), plain_args),
+    st.tuples(
+        st.just("bad_repair"), st.sampled_from(["repair_to_array", "repair_to_text"]), plain_args
+    ),
 )
 
+#: category -> (kind, reason, by) of the gateway's record (None: any ``by``)
+RECORD: dict[str, tuple[str, str | None, str | None]] = {
+    "allow": ("ALLOW", None, None),
+    "transform": ("TRANSFORM", None, None),
+    "witness": ("REQUIRE_WITNESS", "UNWITNESSED", None),
+    "quarantine": ("QUARANTINE", "TRUST_VIOLATION", None),
+    "malformed": ("DENY", "MALFORMED", "preflight"),
+    "blank": ("DENY", "MALFORMED", "gateway"),
+    "bad_repair": ("DENY", "MALFORMED", "gateway"),
+}
+DENIED = {"deny_thing": "POLICY_BLOCK", "frobnicate": "DEFAULT_DENY", "rm_all": "DEFAULT_DENY"}
 
-def expected(mix: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+
+def expected(mix: list[tuple[str, str, Any]], limit: int = 99) -> list[tuple[str, str, Any]]:
     out = []
-    for i, (cat, name, args) in enumerate(mix):
+    for i, (cat, name, args) in enumerate(mix[:limit]):
         if cat == "allow":
             out.append((f"{i}", name, args))
         elif cat == "transform":
@@ -116,14 +153,57 @@ def survivors(wire: str, stream: bool, text: str) -> list[tuple[str, str, Any]]:
     return [(b[0], b[1], json.loads(b[2])) for _, b in sorted(blocks.items())]
 
 
-def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool) -> None:
+def check_records(mix: list[tuple[str, str, Any]], limit: int, records: list[Any]) -> None:
+    """The gateway's record of each proposal, in order, against its category alone."""
+    assert [r["tool"] for r in records] == [name for _, name, _ in mix]
+    for i, ((cat, name, _), rec) in enumerate(zip(mix, records, strict=True)):
+        verdict = rec["verdict"]
+        if i >= limit:
+            assert (verdict["kind"], verdict["reason"], verdict["by"]) == (
+                "DENY",
+                "OVERSIZE",
+                "gateway",
+            )
+            claim = verdict["detail"]["claim"]
+            assert f"proposes {len(mix)} tool calls" in claim, claim
+            assert f"call {i + 1} was not adjudicated" in claim, claim
+            assert rec["admitted"] is False
+            continue
+        kind, reason, by = RECORD.get(cat) or ("DENY", DENIED[name], None)
+        assert (verdict["kind"], verdict.get("reason")) == (kind, reason), (cat, verdict)
+        if by is not None:
+            assert verdict["by"] == by, (cat, verdict)
+        if cat == "blank":
+            assert verdict["detail"]["claim"].startswith("missing tool name"), verdict
+        if cat == "bad_repair":
+            assert verdict["detail"]["claim"] == "TRANSFORM carried no repaired JSON object"
+        assert rec["admitted"] is (cat in ("allow", "transform")), (cat, rec)
+
+
+def _records(stream: bool, text: str) -> list[Any]:
+    if not stream:
+        return list(json.loads(text)["fak"]["adjudications"])
+    for line in text.splitlines():
+        if line.startswith("data: {") and '"fak"' in line:
+            event = json.loads(line[6:])
+            if "fak" in event:
+                return list(event["fak"]["adjudications"])
+    raise AssertionError("the stream carried no fak record")
+
+
+def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool, limit: int) -> None:
     _UPSTREAM.reset(Script(text="t", calls=[(name, args) for _, name, args in mix]))
-    status, text = asyncio.run(_turn(wire, stream))
+    _STATE.max_tool_calls = limit
+    try:
+        status, text = asyncio.run(_turn(wire, stream))
+    finally:
+        _STATE.max_tool_calls = 99
     assert status == 200, text
-    assert survivors(wire, stream, text) == expected(mix)
+    assert survivors(wire, stream, text) == expected(mix, limit)
+    check_records(mix, limit, _records(stream, text))
     # and the refusal note appears exactly when something was proposed and nothing survived
     refused = "All proposed tool calls were refused" in text
-    assert refused == (bool(mix) and not expected(mix))
+    assert refused == (bool(mix) and not expected(mix, limit))
 
 
 @pytest.mark.fak_theorem("D10.2")
@@ -134,7 +214,20 @@ def test_survivors_are_exactly_allow_and_transform_in_order() -> None:
         mix=st.lists(CALLS, max_size=6),
         wire=st.sampled_from(["openai", "anthropic"]),
         stream=st.booleans(),
+        limit=st.sampled_from([1, 2, 3, 5, 99]),
     )(check_mix)
+    # every category, and a limit that cuts a mix short, whatever the budget
+    every = [
+        ("allow", "send_email", {"a": 1}),
+        ("blank", "", {}),
+        ("bad_repair", "repair_to_text", {}),
+        ("transform", "get_user", {"password": "pw"}),
+        ("bad_repair", "repair_to_array", {}),
+        ("malformed", "send_email", "{bad"),
+    ]
+    prop = example(mix=every, wire="openai", stream=False, limit=99)(prop)
+    prop = example(mix=every, wire="anthropic", stream=True, limit=4)(prop)
+    prop = example(mix=every, wire="openai", stream=True, limit=2)(prop)
     active = settings.default
     at_most = min(25, active.max_examples) if active is not None else 25
     settings(max_examples=at_most, deadline=None, suppress_health_check=[HealthCheck.too_slow])(
