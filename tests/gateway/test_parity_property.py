@@ -545,7 +545,7 @@ def test_a_mistyped_field_is_refused_alike_on_both_surfaces_before_the_kernel() 
         settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])(prop)()
 
 
-@pytest.mark.fak_theorem("D10.1")
+@pytest.mark.fak_theorem("D10.1", "D10.3")
 def test_a_decision_past_the_deadline_is_the_gateways_deny_and_the_tool_never_runs() -> None:
     """The one answer that is not the kernel's: a decision that misses the gateway's
     deadline (an adjudicator that waits) is DENY/DEFAULT_DENY by ``gateway`` on both
