@@ -422,6 +422,60 @@ def test_the_upstream_never_speaks_for_the_gateway() -> None:
     )()
 
 
+def _chain(level: int, depth: int, step: int) -> dict[str, Any]:
+    """Objects nested ``depth`` levels deep, each with a ``fak`` key naming its level counted
+    from the upstream's document (the body, or the stream event) it sits in; with ``step``
+    2, each object holds the next in a one-item array (an array level between objects)."""
+    top = level + depth - 1
+    node: dict[str, Any] = {"fak": f"L{top}", "type": "text", "text": "x"}
+    for k in range(top - step, level - 1, -step):
+        node = {"fak": f"L{k}", "type": "text", "text": "x", "next": [node] if step == 2 else node}
+    return node
+
+
+def _levels_kept(node: Any) -> list[str]:
+    out = []
+    while isinstance(node, dict):
+        if "fak" in node:
+            out.append(node["fak"])
+        node = node.get("next")
+        node = node[0] if isinstance(node, list) else node
+    return out
+
+
+def check_fak_data(stream: bool, forge: bool) -> None:
+    """A ``fak`` key is stripped only down to six levels of the upstream's body or event,
+    and never inside a tool's input: below that, and in an input, it is data."""
+    start = 3 if stream else 4  # event → block → content → item; body → content → block → …
+    use = {"type": "server_tool_use", "id": "srvtoolu_0", "name": KEPT_NAME}
+    use["input"] = {"id": 0, "fak": "input data", "nested": {"fak": "deeper input data"}}
+    result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_0",
+        "content": [_chain(start, 9, 1), _chain(start, 9, 2)],
+    }
+    script = Script(text="t", blocks=[use, result], forge=("top", "block") if forge else ())
+    status, text = asyncio.run(_one("anthropic", script, stream))
+    assert status == 200, text[:300]
+    shown = _client_blocks(stream, text)
+    [got_use] = [b for b in shown if b["type"] == "server_tool_use"]
+    assert got_use["input"] == use["input"]  # a tool's input is data, at any depth
+    [got] = [b for b in shown if b["type"] == "web_search_tool_result"]
+    assert "fak" not in got
+    # objects and arrays count alike: levels 0 to 6 are searched, 7 and below are data
+    assert _levels_kept(got["content"][0]) == [f"L{k}" for k in range(7, start + 9)]
+    assert _levels_kept(got["content"][1]) == [f"L{k}" for k in range(start + 8, 6, -2)][::-1]
+    assert FORGED["trace_id"] not in text
+    _fak_record(stream, text)  # exactly one record, the gateway's own
+
+
+@pytest.mark.fak_theorem("D10.6")
+@pytest.mark.parametrize("forge", [False, True], ids=["honest", "forged"])
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "stream"])
+def test_a_fak_key_that_is_data_reaches_the_client_unchanged(stream: bool, forge: bool) -> None:
+    check_fak_data(stream, forge)
+
+
 @pytest.mark.parametrize("value", [["text"], {"t": 1}, 3, None, True])
 def test_a_role_or_type_that_is_not_a_string_is_a_400(value: Any) -> None:
     async def turns() -> list[int]:
