@@ -191,6 +191,49 @@ def _records(stream: bool, text: str) -> list[Any]:
     raise AssertionError("the stream carried no fak record")
 
 
+def text_and_stop(wire: str, stream: bool, text: str) -> tuple[list[str], str | None]:
+    """The text the client received (per text block; one string on OpenAI) and how the
+    turn ended (``finish_reason`` / ``stop_reason``)."""
+    if not stream:
+        doc = json.loads(text)
+        if wire == "openai":
+            choice = doc["choices"][0]
+            return [choice["message"].get("content") or ""], choice["finish_reason"]
+        return [b["text"] for b in doc["content"] if b["type"] == "text"], doc["stop_reason"]
+    events = [json.loads(ln[6:]) for ln in text.splitlines() if ln.startswith("data: {")]
+    if wire == "openai":
+        parts, finish = [], None
+        for e in events:
+            for ch in e["choices"]:
+                parts.append(ch["delta"].get("content") or "")
+                finish = ch.get("finish_reason") or finish
+        return ["".join(parts)], finish
+    texts: dict[int, str] = {}
+    stop = None
+    for e in events:
+        if e["type"] == "content_block_start" and e["content_block"]["type"] == "text":
+            texts[e["index"]] = e["content_block"]["text"]
+        elif e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta":
+            texts[e["index"]] += e["delta"]["text"]
+        elif e["type"] == "message_delta":
+            stop = e["delta"].get("stop_reason")
+    return [t for _, t in sorted(texts.items())], stop
+
+
+def summary_of(records: list[Any]) -> str:
+    """The refusal note, written from the record: each refused call's name, kind, reason
+    and disposition, in order."""
+    items = []
+    for r in records:
+        if r["admitted"]:
+            continue
+        v = r["verdict"]
+        parts = [p for p in (v.get("reason"), v.get("disposition")) if p]
+        why = f" ({'/'.join(parts)})" if parts else ""
+        items.append(f"{r['tool'] or '<unnamed>'}: {v['kind']}{why}")
+    return "All proposed tool calls were refused by the fak kernel: " + "; ".join(items)
+
+
 def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool, limit: int) -> None:
     _UPSTREAM.reset(Script(text="t", calls=[(name, args) for _, name, args in mix]))
     _STATE.max_tool_calls = limit
@@ -200,13 +243,22 @@ def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool, limit: i
         _STATE.max_tool_calls = 99
     assert status == 200, text
     assert survivors(wire, stream, text) == expected(mix, limit)
-    check_records(mix, limit, _records(stream, text))
-    # and the refusal note appears exactly when something was proposed and nothing survived
-    refused = "All proposed tool calls were refused" in text
-    assert refused == (bool(mix) and not expected(mix, limit))
+    records = _records(stream, text)
+    check_records(mix, limit, records)
+    # the text is relayed; the refusal note follows it exactly when something was
+    # proposed and nothing survived, and the turn ends as what the client received says
+    kept, all_refused = bool(expected(mix, limit)), bool(mix) and not expected(mix, limit)
+    texts, stop = text_and_stop(wire, stream, text)
+    note = summary_of(records)
+    if wire == "openai":
+        assert texts == ([f"t\n\n{note}"] if all_refused else ["t"]), texts
+        assert stop == ("tool_calls" if kept else "stop")
+    else:
+        assert texts == (["t", note] if all_refused else ["t"]), texts
+        assert stop == ("tool_use" if kept else "end_turn")
 
 
-@pytest.mark.fak_theorem("D10.2")
+@pytest.mark.fak_theorem("D10.2", "D10.5")
 def test_survivors_are_exactly_allow_and_transform_in_order() -> None:
     # The settings are built when the test runs, not at import, so they inherit the
     # profile active then (in proof mode a mutant re-run's profile skips shrinking).
