@@ -342,6 +342,16 @@ def check_anthropic_uses(uses: list[tuple[str, str, bool]], stream: bool) -> Non
     for b in shown:  # a provider's result is shown only beside the use it answers
         if "tool_use_id" in b:
             assert b["tool_use_id"] in kept_ids, (b, kept_ids)
+    # ... and always beside a kept use, admitted (under that use's name) before the
+    # uses were decided
+    shown_results = {b["tool_use_id"] for b in shown if "tool_use_id" in b}
+    results = fak["provider_result_admissions"]
+    answered = [(i, k, n) for i, (k, n, r) in enumerate(uses) if k in _RESULT_OF and r]
+    assert [(r["tool_call_id"], r["tool"]) for r in results] == [
+        (f"srvtoolu_{i}", n) for i, _, n in answered
+    ]
+    assert all(r["verdict"].get("kind") for r in results), results
+    assert shown_results == {f"srvtoolu_{i}" for i, _, n in answered if n == KEPT_NAME}
 
 
 def check_openai_uses(name: str, custom: list[str], stream: bool) -> None:

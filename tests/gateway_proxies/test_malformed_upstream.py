@@ -282,7 +282,50 @@ GOOD: list[tuple[str, str, list[Any], list[str]]] = [
     ),
 ]
 
+GOOD += [
+    ("openai-done-without-finish", "openai", [_chunk({"content": "hi"}), "[DONE]"], []),
+    (
+        "openai-junk-after-done",
+        "openai",
+        [_chunk({"content": "hi"}, "stop"), "[DONE]", "{not json", _chunk({"tool_calls": [CALL]})],
+        [],
+    ),
+    ("anthropic-events-after-stop", "anthropic", [START, *TEXT, *_end(), *_use(1)], []),
+    (
+        "anthropic-use-with-end-turn",
+        "anthropic",
+        [START, {"type": "ping"}, *TEXT, *_use(1), *_end("end_turn")],
+        ["get_user"],
+    ),
+]
+
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+
+
+def check_anthropic_grammar(text: str, pings: int, kept: bool) -> None:
+    """The client's stream, read as the Anthropic wire defines it: each event named as its
+    data's type; one message_start first, the upstream's pings, blocks numbered from 0 and
+    each started and stopped, one message_delta (ending as the kept calls say), and one
+    message_stop last."""
+    names, docs = [], []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        names.append(lines["event"])
+        docs.append(json.loads(lines["data"]))
+    assert names == [d["type"] for d in docs], names
+    real = [n for n in names if n != "ping"]  # pings are relayed where the upstream sent them
+    assert real[0] == "message_start" and names[-1] == "message_stop", names
+    assert names.count("message_start") == names.count("message_stop") == 1
+    assert names.count("ping") == pings, names
+    assert names.count("message_delta") == 1
+    delta = docs[names.index("message_delta")]["delta"]
+    assert delta["stop_reason"] == ("tool_use" if kept else "end_turn"), delta
+    starts = [d["index"] for d in docs if d["type"] == "content_block_start"]
+    stops = [d["index"] for d in docs if d["type"] == "content_block_stop"]
+    assert starts == stops == list(range(len(starts))), (starts, stops)
+    for d in docs:
+        if d["type"] == "content_block_delta":
+            assert d["index"] in starts, d
 
 
 async def _post(wire: str, stream: bool) -> httpx.Response:
@@ -349,9 +392,18 @@ def test_a_well_formed_stream_is_relayed_with_its_kept_calls(
     if wire == "openai":
         assert '"usage"' in r.text or "usage" not in json.dumps(events)
         assert r.text.rstrip().endswith("data: [DONE]")
+        finishes = [
+            ch["finish_reason"]
+            for ln in r.text.splitlines()
+            if ln.startswith("data: {")
+            for ch in json.loads(ln[6:])["choices"]
+            if ch["finish_reason"]
+        ]
+        assert finishes == ["tool_calls" if names else "stop"], finishes
     else:
-        assert r.text.count("event: message_start") == 1
         assert "vendor_x" not in r.text
+        upstream_pings = [e for e in events if isinstance(e, dict) and e.get("type") == "ping"]
+        check_anthropic_grammar(r.text, len(upstream_pings), bool(names))
 
 
 #: Buffered documents: (name, wire, document, status, phrase)
@@ -381,6 +433,28 @@ DOCS: list[tuple[str, str, Any, int, str]] = [
         "finish_reason is tool_calls but no tool call was sent",
     ),
     (
+        "function-finish-without-call",
+        "openai",
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "x"},
+                    "finish_reason": "function_call",
+                }
+            ]
+        },
+        502,
+        "finish_reason is tool_calls but no tool call was sent",
+    ),
+    (
+        "no-content",
+        "anthropic",
+        {**START["message"], "content": None},
+        502,
+        "upstream message has no content array",
+    ),
+    (
         "error-object",
         "anthropic",
         {"type": "error", "error": {"type": "api_error", "message": "x"}},
@@ -406,3 +480,33 @@ def test_a_document_the_gateway_cannot_read_is_an_error(
     r = asyncio.run(_post(wire, False))
     assert r.status_code == status, (name, r.status_code, r.text[:300])
     assert says in r.text, (name, r.text[:300])
+
+
+def _message(content: list[Any], stop: str) -> dict[str, Any]:
+    return {**START["message"], "content": content, "stop_reason": stop}
+
+
+@pytest.mark.fak_theorem("D10.5")
+def test_a_document_ends_as_its_kept_calls_say_and_keeps_its_choice_numbers() -> None:
+    use = {"type": "tool_use", "id": "toolu_0", "name": "get_user", "input": {"id": 1}}
+    _RAW.update(body=json.dumps(_message([use], "end_turn")).encode(), media="application/json")
+    r = asyncio.run(_post("anthropic", False))
+    assert r.status_code == 200 and r.json()["stop_reason"] == "tool_use", r.text[:300]
+    fn = {"name": "get_user", "arguments": '{"id": 1}'}
+    choices = [
+        {
+            "index": i,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"call_{i}", "type": "function", "function": fn}],
+            },
+            "finish_reason": "tool_calls",
+        }
+        for i in (1, 0)  # the upstream's own numbering, not its order
+    ]
+    _RAW.update(body=json.dumps({"id": "c", "choices": choices}).encode(), media="application/json")
+    r = asyncio.run(_post("openai", False))
+    assert r.status_code == 200, r.text[:300]
+    records = r.json()["fak"]["adjudications"]
+    assert [(a["tool_call_id"], a["choice"]) for a in records] == [("call_1", 1), ("call_0", 0)]

@@ -26,6 +26,7 @@ from fak_core import Policy, Verdict
 from .inprocess import in_process_gateway
 from .kernels import ALLOWED
 from .scripted_upstream import Script
+from .test_malformed_upstream import check_anthropic_grammar
 
 _UPSTREAM, _STATE, _APP = in_process_gateway()
 # Two tools whose TRANSFORM repairs to something that is not a JSON object.
@@ -235,13 +236,16 @@ def summary_of(records: list[Any]) -> str:
 
 
 def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool, limit: int) -> None:
-    _UPSTREAM.reset(Script(text="t", calls=[(name, args) for _, name, args in mix]))
+    # the upstream also forges a fak record everywhere it can: only the gateway's counts
+    forge = ("top", "choice", "message", "delta", "call", "block")
+    _UPSTREAM.reset(Script(text="t", calls=[(name, args) for _, name, args in mix], forge=forge))
     _STATE.max_tool_calls = limit
     try:
         status, text = asyncio.run(_turn(wire, stream))
     finally:
         _STATE.max_tool_calls = 99
     assert status == 200, text
+    assert "forged-by-upstream" not in text
     assert survivors(wire, stream, text) == expected(mix, limit)
     records = _records(stream, text)
     check_records(mix, limit, records)
@@ -256,6 +260,8 @@ def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool, limit: i
     else:
         assert texts == (["t", note] if all_refused else ["t"]), texts
         assert stop == ("tool_use" if kept else "end_turn")
+        if stream:  # the scripted upstream sends one ping
+            check_anthropic_grammar(text, 1, kept)
 
 
 @pytest.mark.fak_theorem("D10.2", "D10.5")
