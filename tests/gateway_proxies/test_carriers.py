@@ -31,6 +31,7 @@ from fak_core.jsondepth import MAX_JSON_DEPTH
 from . import sdk_unions as sdk
 from .inprocess import in_process_gateway
 from .scripted_upstream import FORGE_SITES, FORGED, Script
+from .test_malformed_upstream import check_openai_grammar
 
 _UPSTREAM, _STATE, _APP = in_process_gateway()
 
@@ -373,6 +374,9 @@ def check_openai_uses(name: str, custom: list[str], stream: bool) -> None:
     assert [c["name"] for c in calls] == ([name] if name == KEPT_NAME else [])
     assert legacy["admitted"] is (name == KEPT_NAME)
     if stream:
+        kept = [name] if name == KEPT_NAME else []
+        check_openai_grammar(text, kept, legacy=True)
+        assert [json.loads(c["arguments"]) for c in calls] == [{"id": 1} for _ in kept]
         return
     # the other kind a chat answer may propose: custom tool calls (buffered on the wire)
     script = Script(custom_calls=[(n, '{"id": 2}') for n in custom])

@@ -97,7 +97,9 @@ def _end(stop_reason: str = "end_turn") -> list[dict[str, Any]]:
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
-    return json.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice], **extra})
+    return json.dumps(
+        {"id": "c", "object": "chat.completion.chunk", "created": 1, "choices": [choice], **extra}
+    )
 
 
 CALL = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "get_user"}}
@@ -213,6 +215,20 @@ STREAMS: list[tuple[str, str, list[Any], int | None, str]] = [
         502,
         "upstream stream error: flat",
     ),
+    (
+        "openai-not-json",
+        "openai",
+        ["{not json"],
+        502,
+        "upstream OpenAI stream sent an event that is not JSON",
+    ),
+    (
+        "anthropic-not-json",
+        "anthropic",
+        ["{not json"],
+        502,
+        "upstream Anthropic stream sent an event that is not JSON",
+    ),
     ("openai-truncated", "openai", [_chunk({"tool_calls": [CALL]})], 502, "truncated"),
     ("openai-empty", "openai", [], 502, "truncated"),
     (
@@ -299,7 +315,55 @@ GOOD += [
     ),
 ]
 
+NAMELESS = {"index": 0, "id": "call_0", "type": "function", "function": {"arguments": "{}"}}
+GOOD += [
+    ("openai-only-done", "openai", ["[DONE]"], []),
+    (
+        "openai-call-without-id",
+        "openai",
+        [
+            _chunk({"tool_calls": [{k: v for k, v in CALL.items() if k != "id"}]}),
+            _chunk({"tool_calls": [ARGS]}, "tool_calls"),
+            "[DONE]",
+        ],
+        ["get_user"],
+    ),
+    (
+        "openai-call-without-name",
+        "openai",
+        [_chunk({"tool_calls": [NAMELESS]}, "tool_calls"), "[DONE]"],
+        [],
+    ),
+]
+
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+
+
+def check_openai_grammar(
+    text: str, kept: list[str], legacy: bool = False, choices: bool = True
+) -> list[Any]:
+    """The client's stream, read as the OpenAI wire defines it: chunks of one completion
+    (one id, ``chat.completion.chunk``, an integer ``created``), each choice with its
+    index, delta and finish reason, each tool call delta whole (index, id, type, function
+    name), one finish reason (``tool_calls``/``function_call`` when a call was kept, else
+    ``stop``), and ``[DONE]`` last. Returns the chunks."""
+    lines = [ln[6:] for ln in text.splitlines() if ln.startswith("data: ")]
+    assert lines[-1] == "[DONE]", lines[-1:]
+    chunks = [json.loads(ln) for ln in lines[:-1]]
+    assert len({c["id"] for c in chunks}) == 1, chunks
+    finishes = []
+    for c in chunks:
+        assert c["object"] == "chat.completion.chunk" and isinstance(c["created"], int), c
+        for ch in c["choices"]:
+            assert set(ch) >= {"index", "delta", "finish_reason"} and ch["index"] == 0, ch
+            if ch["finish_reason"]:
+                finishes.append(ch["finish_reason"])
+            for i, tc in enumerate(ch["delta"].get("tool_calls") or []):
+                assert (tc["index"], tc["type"]) == (i, "function") and tc["id"], tc
+                assert tc["function"]["name"] in kept, tc
+    want = ("function_call" if legacy else "tool_calls") if kept else "stop"
+    assert finishes == ([want] if choices else []), finishes
+    return chunks
 
 
 def check_anthropic_grammar(text: str, pings: int, kept: bool) -> None:
@@ -391,15 +455,14 @@ def test_a_well_formed_stream_is_relayed_with_its_kept_calls(
     assert _uses(wire, r.text) == names, (name, r.text[:800])
     if wire == "openai":
         assert '"usage"' in r.text or "usage" not in json.dumps(events)
-        assert r.text.rstrip().endswith("data: [DONE]")
-        finishes = [
-            ch["finish_reason"]
-            for ln in r.text.splitlines()
-            if ln.startswith("data: {")
-            for ch in json.loads(ln[6:])["choices"]
-            if ch["finish_reason"]
-        ]
-        assert finishes == ["tool_calls" if names else "stop"], finishes
+        chunks = check_openai_grammar(r.text, names, choices=name != "openai-only-done")
+        records = next(c["fak"] for c in chunks if "fak" in c)["adjudications"]
+        if name == "openai-only-done":
+            assert chunks[0]["id"] == "chatcmpl-fak"
+        if name == "openai-call-without-id":
+            assert [a["tool_call_id"] for a in records] == ["call_fak_0_0"]
+        if name == "openai-call-without-name":
+            assert [(a["tool"], a["verdict"]["reason"]) for a in records] == [("", "MALFORMED")]
     else:
         assert "vendor_x" not in r.text
         upstream_pings = [e for e in events if isinstance(e, dict) and e.get("type") == "ping"]

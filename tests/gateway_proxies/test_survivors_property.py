@@ -26,7 +26,7 @@ from fak_core import Policy, Verdict
 from .inprocess import in_process_gateway
 from .kernels import ALLOWED
 from .scripted_upstream import Script
-from .test_malformed_upstream import check_anthropic_grammar
+from .test_malformed_upstream import check_anthropic_grammar, check_openai_grammar
 
 _UPSTREAM, _STATE, _APP = in_process_gateway()
 # Two tools whose TRANSFORM repairs to something that is not a JSON object.
@@ -257,6 +257,8 @@ def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool, limit: i
     if wire == "openai":
         assert texts == ([f"t\n\n{note}"] if all_refused else ["t"]), texts
         assert stop == ("tool_calls" if kept else "stop")
+        if stream:
+            check_openai_grammar(text, [name for _, name, _ in expected(mix, limit)])
     else:
         assert texts == (["t", note] if all_refused else ["t"]), texts
         assert stop == ("tool_use" if kept else "end_turn")
