@@ -47,12 +47,16 @@ _APP = Starlette(
 
 
 def _sse(events: list[Any]) -> bytes:
+    """The SSE text of ``events``; an event may name itself (``_event``) apart from its
+    data's type, as a lying upstream would."""
     out = []
     for e in events:
         if isinstance(e, str):
             out.append(f"data: {e}\n\n")
         else:
-            out.append(f"event: {e.get('type', 'x')}\ndata: {json.dumps(e)}\n\n")
+            e = dict(e)
+            name = e.pop("_event", e.get("type", "x"))
+            out.append(f"event: {name}\ndata: {json.dumps(e)}\n\n")
     return "".join(out).encode()
 
 
@@ -336,6 +340,68 @@ GOOD += [
     ),
 ]
 
+DENIED_USE = {"type": "tool_use", "id": "toolu_9", "name": "deny_thing", "input": {}}
+WHOLE = {
+    "type": "tool_use",
+    "id": "toolu_1",
+    "name": "get_user",
+    "input": {"id": 1, "password": "pw"},
+}
+GOOD += [
+    (
+        # a refused use that names its event "ping": read by its data, so still refused
+        "mislabelled-use",
+        "anthropic",
+        [
+            START,
+            {
+                "_event": "ping",
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": DENIED_USE,
+            },
+            {"type": "content_block_stop", "index": 0},
+            *_end(),
+        ],
+        [],
+    ),
+    (
+        # the held use first, the text after it: the text is renumbered from 0
+        "use-then-text",
+        "anthropic",
+        [START, *_use(0), *[{**e, "index": 1} for e in TEXT], *_end("tool_use")],
+        ["get_user"],
+    ),
+    (
+        # a use whose start carries its whole input (repaired: the password dropped)
+        "whole-input",
+        "anthropic",
+        [
+            START,
+            {"type": "content_block_start", "index": 0, "content_block": WHOLE},
+            {"type": "content_block_stop", "index": 0},
+            *_end("tool_use"),
+        ],
+        ["get_user"],
+    ),
+]
+STREAMS += [
+    (
+        "error-weird-type",
+        "anthropic",
+        [{"type": "error", "error": {"type": "weird_error", "message": "?"}}],
+        502,
+        "upstream stream error (weird_error): ?",
+    ),
+    (
+        "two-unstopped",
+        "anthropic",
+        [START, *_use(0, stop=False), *_use(1, "web_x", stop=False)[:1], *_end("tool_use")],
+        502,
+        "tool_use block never stopped",
+    ),
+]
+
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
 
@@ -467,6 +533,20 @@ def test_a_well_formed_stream_is_relayed_with_its_kept_calls(
         assert "vendor_x" not in r.text
         upstream_pings = [e for e in events if isinstance(e, dict) and e.get("type") == "ping"]
         check_anthropic_grammar(r.text, len(upstream_pings), bool(names))
+        if name == "whole-input":
+            assert "pw" not in r.text and "password" not in r.text, r.text
+            starts = [
+                json.loads(ln[6:])
+                for ln in r.text.splitlines()
+                if ln.startswith("data: {") and '"content_block_start"' in ln
+            ]
+            assert starts[0]["content_block"]["input"] == {}, starts
+            deltas = "".join(
+                json.loads(ln[6:])["delta"].get("partial_json", "")
+                for ln in r.text.splitlines()
+                if ln.startswith("data: {") and '"content_block_delta"' in ln
+            )
+            assert json.loads(deltas) == {"id": 1}, deltas
 
 
 #: Buffered documents: (name, wire, document, status, phrase)
@@ -573,3 +653,38 @@ def test_a_document_ends_as_its_kept_calls_say_and_keeps_its_choice_numbers() ->
     assert r.status_code == 200, r.text[:300]
     records = r.json()["fak"]["adjudications"]
     assert [(a["tool_call_id"], a["choice"]) for a in records] == [("call_1", 1), ("call_0", 0)]
+
+
+@pytest.mark.fak_theorem("D10.5")
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_provider_result_of_a_nameless_use_is_admitted_under_its_block_type(
+    stream: bool,
+) -> None:
+    use = {"type": "server_tool_use", "id": "srvtoolu_0", "name": "", "input": {}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": []}
+    if stream:
+        events = [START]
+        for i, block in enumerate((use, result)):
+            events += [
+                {"type": "content_block_start", "index": i, "content_block": block},
+                {"type": "content_block_stop", "index": i},
+            ]
+        _RAW.update(body=_sse([*events, *_end()]), media="text/event-stream")
+    else:
+        body = json.dumps(_message([use, result], "end_turn")).encode()
+        _RAW.update(body=body, media="application/json")
+    r = asyncio.run(_post("anthropic", stream))
+    assert r.status_code == 200, r.text[:300]
+    fak = (
+        next(
+            json.loads(ln[6:])["fak"]
+            for ln in r.text.splitlines()
+            if ln.startswith("data: {") and '"fak"' in ln
+        )
+        if stream
+        else r.json()["fak"]
+    )
+    records = fak["provider_result_admissions"]
+    assert [(x["tool_call_id"], x["tool"]) for x in records] == [
+        ("srvtoolu_0", "web_search_tool_result")
+    ]
