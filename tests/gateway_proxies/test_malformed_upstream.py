@@ -387,6 +387,13 @@ GOOD += [
 ]
 STREAMS += [
     (
+        "openai-function-finish-without-call",
+        "openai",
+        [_chunk({"content": "x"}, "function_call"), "[DONE]"],
+        None,
+        "finish_reason is tool_calls but no tool call was streamed",
+    ),
+    (
         "error-weird-type",
         "anthropic",
         [{"type": "error", "error": {"type": "weird_error", "message": "?"}}],
@@ -527,6 +534,12 @@ def test_a_well_formed_stream_is_relayed_with_its_kept_calls(
             assert chunks[0]["id"] == "chatcmpl-fak"
         if name == "openai-call-without-id":
             assert [a["tool_call_id"] for a in records] == ["call_fak_0_0"]
+        if name == "openai-usage-and-done":  # the upstream's own id; the text relayed once
+            assert [a["tool_call_id"] for a in records] == ["call_0"]
+            content = "".join(
+                ch["delta"].get("content") or "" for c in chunks for ch in c["choices"]
+            )
+            assert content == "hi", content
         if name == "openai-call-without-name":
             assert [(a["tool"], a["verdict"]["reason"]) for a in records] == [("", "MALFORMED")]
     else:
