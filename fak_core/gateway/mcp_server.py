@@ -257,8 +257,11 @@ def _id_of(raw: bytes) -> str | int | None:
     return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
 
+#: The id must end where the value ends: a number with a fraction or an exponent (``1.5``)
+#: is no id this reads, never the integer its first digits spell (``1``).
 _LEADING_ID = re.compile(
     rb'\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
+    rb"(?=\s*[,}])"
 )
 
 

@@ -273,8 +273,8 @@ def _is_loopback(host: str) -> bool:
 def allowed_hosts_for(bind: str | None, given: Sequence[str] = ()) -> tuple[str, ...] | None:
     """The host names to answer for: ``given`` (``fak serve --allowed-hosts``) if any, else
     the loopback names when bound to loopback, else None (no Host or Origin check)."""
-    if given:
-        return tuple(_host_name(h) for h in given if h.strip())
+    if given:  # an entry that names no host (":8080") would admit an empty Host
+        return tuple(name for name in map(_host_name, given) if name)
     if bind is not None and _is_loopback(bind):
         return LOOPBACK_NAMES
     return None

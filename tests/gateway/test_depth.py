@@ -16,8 +16,9 @@ from typing import Any
 import anthropic
 import httpx
 import openai
+import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -249,6 +250,9 @@ WRAPS = (("{}", 0), ('{"a":%s}', 1), ('[1,"]]]",%s]', 1), ('{"s":"[[[\\"{{","v":
 
 @pytest.mark.fak_theorem("D10.7")
 @given(depth=DEPTHS, wrap=st.sampled_from(WRAPS))
+@example(depth=LIMIT + 1, wrap=WRAPS[1])
+@example(depth=1025, wrap=WRAPS[1])
+@example(depth=100_000, wrap=WRAPS[3])
 def test_the_reader_refuses_exactly_what_is_past_the_limit(
     depth: int, wrap: tuple[str, int]
 ) -> None:
@@ -270,6 +274,32 @@ def test_the_reader_refuses_exactly_what_is_past_the_limit(
         assert (error.id, error.error.code) == (7, -32600), error
     else:
         assert error is None
+
+
+@pytest.mark.fak_theorem("D10.7")
+@pytest.mark.parametrize("depth", [LIMIT + 1, 1024, 1025, 100_000])
+@pytest.mark.parametrize(
+    ("rid", "want"), [("7", 7), ('"a"', "a"), ("true", None), ("1.5", None), ("null", None)]
+)
+def test_a_frame_too_deep_is_named_and_keeps_only_a_valid_id(
+    depth: int, rid: str, want: Any
+) -> None:
+    frame = '{"jsonrpc":"2.0","id":' + rid + ',"method":"ping","params":' + nest(depth) + "}"
+    error = depth_error(frame.encode())
+    assert error is not None
+    assert (error.id, error.error.code) == (want, -32600)
+    assert error.error.message.startswith(
+        f"invalid request: the JSON-RPC message nests deeper than {LIMIT} levels"
+    ), error.error.message
+
+
+@pytest.mark.fak_theorem("D10.7")
+@pytest.mark.parametrize("text", ["[1,", "{not json", '{"a":}', "", "]"])
+def test_text_that_is_not_json_is_a_parse_error_not_a_depth_error(text: str) -> None:
+    with pytest.raises(orjson.JSONDecodeError) as info:
+        loads(text)
+    assert not isinstance(info.value, JsonTooDeep)
+    assert depth_error(text.encode()) is None  # answered elsewhere, as a parse error
 
 
 def _nested(depth: int) -> Any:
@@ -322,8 +352,10 @@ def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
 
 
+#: text with lone surrogates too (Python strings may carry them; JSON escapes them)
+any_text = st.text(st.characters(codec=None, exclude_categories=()))
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | any_text,
     _containers,
     max_leaves=40,
 )
@@ -339,6 +371,7 @@ def _depth_of(value: Any) -> int:
 
 @pytest.mark.fak_theorem("D10.7")
 @given(value=json_values, ascii_only=st.booleans(), indent=st.sampled_from([None, 1]))
+@example(value=[{"k": ["\ud800", "\udfff x"]}], ascii_only=False, indent=None)
 def test_the_depth_scan_agrees_with_the_value(value: Any, ascii_only: bool, indent: Any) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
     assert json_depth(text) == _depth_of(value)

@@ -41,6 +41,7 @@ BAD_BODIES: list[tuple[bytes, str, str | None]] = [
     (b"{}", "missing tool name", "tool"),
     (b'{"tool": 7}', "'tool' must be a string", "tool"),
     (b'{"tool": "echo", "witness": 1}', "'witness' must be a string", "witness"),
+    (b'{"tool": "echo", "arguments": ' + b"[" * 200 + b"]" * 200 + b"}", "nests deeper", None),
 ]
 
 
@@ -75,7 +76,16 @@ def test_every_refusal_is_a_value_and_every_bad_request_a_400() -> None:
                         assert (v["kind"], v["reason"]) == (kind, reason), tool
                     else:  # a refused syscall: a DENY verdict and an ERROR result, as a value
                         assert v["kind"] == "DENY", tool
-                        assert r.json()["result"]["status"] == "ERROR", tool
+                        result = r.json()["result"]
+                        assert set(result) == {"status", "content", "meta"}, tool
+                        assert (result["status"], result["content"]) == ("ERROR", ""), tool
+                        meta = result["meta"]
+                        assert meta["verdict"] == "deny", tool
+                        assert (meta["reason"], meta["disposition"], meta["by"]) == (
+                            v["reason"],
+                            v["disposition"],
+                            v["by"],
+                        ), tool
                     assert v["disposition"], tool
                     mcp_trace = f"{trace}-mcp"
                     if taint:
@@ -88,6 +98,8 @@ def test_every_refusal_is_a_value_and_every_bad_request_a_400() -> None:
                         portal.call(mcp.call_tool, name, {**body, "trace_id": mcp_trace})
                     )
                     assert got["verdict"] == v, (tool, route)
+                    if route == "syscall":
+                        assert got["result"] == r.json()["result"], tool
 
             for content, needle, param in BAD_BODIES:
                 for route in ("adjudicate", "syscall", "admit"):

@@ -31,6 +31,7 @@ from fak_core.jsondepth import MAX_JSON_DEPTH
 from . import sdk_unions as sdk
 from .inprocess import in_process_gateway
 from .scripted_upstream import FORGE_SITES, FORGED, Script
+from .test_malformed_upstream import check_openai_grammar
 
 _UPSTREAM, _STATE, _APP = in_process_gateway()
 
@@ -342,6 +343,16 @@ def check_anthropic_uses(uses: list[tuple[str, str, bool]], stream: bool) -> Non
     for b in shown:  # a provider's result is shown only beside the use it answers
         if "tool_use_id" in b:
             assert b["tool_use_id"] in kept_ids, (b, kept_ids)
+    # ... and always beside a kept use, admitted (under that use's name) before the
+    # uses were decided
+    shown_results = {b["tool_use_id"] for b in shown if "tool_use_id" in b}
+    results = fak["provider_result_admissions"]
+    answered = [(i, k, n) for i, (k, n, r) in enumerate(uses) if k in _RESULT_OF and r]
+    assert [(r["tool_call_id"], r["tool"]) for r in results] == [
+        (f"srvtoolu_{i}", n) for i, _, n in answered
+    ]
+    assert all(r["verdict"].get("kind") for r in results), results
+    assert shown_results == {f"srvtoolu_{i}" for i, _, n in answered if n == KEPT_NAME}
 
 
 def check_openai_uses(name: str, custom: list[str], stream: bool) -> None:
@@ -363,6 +374,9 @@ def check_openai_uses(name: str, custom: list[str], stream: bool) -> None:
     assert [c["name"] for c in calls] == ([name] if name == KEPT_NAME else [])
     assert legacy["admitted"] is (name == KEPT_NAME)
     if stream:
+        kept = [name] if name == KEPT_NAME else []
+        check_openai_grammar(text, kept, legacy=True)
+        assert [json.loads(c["arguments"]) for c in calls] == [{"id": 1} for _ in kept]
         return
     # the other kind a chat answer may propose: custom tool calls (buffered on the wire)
     script = Script(custom_calls=[(n, '{"id": 2}') for n in custom])
@@ -420,6 +434,60 @@ def test_the_upstream_never_speaks_for_the_gateway() -> None:
         ),
         25,
     )()
+
+
+def _chain(level: int, depth: int, step: int) -> dict[str, Any]:
+    """Objects nested ``depth`` levels deep, each with a ``fak`` key naming its level counted
+    from the upstream's document (the body, or the stream event) it sits in; with ``step``
+    2, each object holds the next in a one-item array (an array level between objects)."""
+    top = level + depth - 1
+    node: dict[str, Any] = {"fak": f"L{top}", "type": "text", "text": "x"}
+    for k in range(top - step, level - 1, -step):
+        node = {"fak": f"L{k}", "type": "text", "text": "x", "next": [node] if step == 2 else node}
+    return node
+
+
+def _levels_kept(node: Any) -> list[str]:
+    out = []
+    while isinstance(node, dict):
+        if "fak" in node:
+            out.append(node["fak"])
+        node = node.get("next")
+        node = node[0] if isinstance(node, list) else node
+    return out
+
+
+def check_fak_data(stream: bool, forge: bool) -> None:
+    """A ``fak`` key is stripped only down to six levels of the upstream's body or event,
+    and never inside a tool's input: below that, and in an input, it is data."""
+    start = 3 if stream else 4  # event → block → content → item; body → content → block → …
+    use = {"type": "server_tool_use", "id": "srvtoolu_0", "name": KEPT_NAME}
+    use["input"] = {"id": 0, "fak": "input data", "nested": {"fak": "deeper input data"}}
+    result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_0",
+        "content": [_chain(start, 9, 1), _chain(start, 9, 2)],
+    }
+    script = Script(text="t", blocks=[use, result], forge=("top", "block") if forge else ())
+    status, text = asyncio.run(_one("anthropic", script, stream))
+    assert status == 200, text[:300]
+    shown = _client_blocks(stream, text)
+    [got_use] = [b for b in shown if b["type"] == "server_tool_use"]
+    assert got_use["input"] == use["input"]  # a tool's input is data, at any depth
+    [got] = [b for b in shown if b["type"] == "web_search_tool_result"]
+    assert "fak" not in got
+    # objects and arrays count alike: levels 0 to 6 are searched, 7 and below are data
+    assert _levels_kept(got["content"][0]) == [f"L{k}" for k in range(7, start + 9)]
+    assert _levels_kept(got["content"][1]) == [f"L{k}" for k in range(start + 8, 6, -2)][::-1]
+    assert FORGED["trace_id"] not in text
+    _fak_record(stream, text)  # exactly one record, the gateway's own
+
+
+@pytest.mark.fak_theorem("D10.6")
+@pytest.mark.parametrize("forge", [False, True], ids=["honest", "forged"])
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "stream"])
+def test_a_fak_key_that_is_data_reaches_the_client_unchanged(stream: bool, forge: bool) -> None:
+    check_fak_data(stream, forge)
 
 
 @pytest.mark.parametrize("value", [["text"], {"t": 1}, 3, None, True])

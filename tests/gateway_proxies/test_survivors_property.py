@@ -2,8 +2,12 @@
 
 Hypothesis generates mixes of proposed calls whose verdict is known from how they were
 built (allowed, denied, repaired, witness-gated, quarantined, unknown, malformed
-arguments). Gateway and upstream both run in process (``httpx.ASGITransport``) for speed;
-both wires, buffered and streaming.
+arguments, a blank tool name, a TRANSFORM whose repaired arguments are not a JSON object)
+and a per-turn limit (``GatewayState.max_tool_calls``) that may cut the mix short. Gateway
+and upstream both run in process (``httpx.ASGITransport``) for speed; both wires,
+buffered and streaming. Besides what the client receives, the gateway's record of every
+proposal is checked against the category: its tool, whether it was admitted, the
+verdict's kind and reason, and for a call past the limit the claim naming its position.
 """
 
 from __future__ import annotations
@@ -14,13 +18,31 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from fak_core import Policy, Verdict
+
 from .inprocess import in_process_gateway
+from .kernels import ALLOWED
 from .scripted_upstream import Script
+from .test_malformed_upstream import check_anthropic_grammar, check_openai_grammar
 
 _UPSTREAM, _STATE, _APP = in_process_gateway()
+# Two tools whose TRANSFORM repairs to something that is not a JSON object.
+_STATE.kernel.set_policy(
+    Policy(
+        allow=(*ALLOWED, "repair_to_array", "repair_to_text"),
+        deny={"deny_thing": "POLICY_BLOCK"},
+        redact_fields=("password",),
+    )
+)
+_STATE.kernel.add_adjudicator(
+    lambda view: Verdict.transform("[1, 2]", "test-repair"), 50, tools=["repair_to_array"]
+)
+_STATE.kernel.add_adjudicator(
+    lambda view: Verdict.transform("{not json", "test-repair"), 50, tools=["repair_to_text"]
+)
 
 words = st.text("abcdefgh", min_size=1, max_size=6)
 plain_args = st.dictionaries(
@@ -44,12 +66,28 @@ CALLS = st.one_of(
         st.just("send_email"),
         st.sampled_from(["{bad", "[1,2]", '"str"', '{"a":']),
     ),
+    st.tuples(st.just("blank"), st.sampled_from(["", " ", "\t"]), plain_args),
+    st.tuples(
+        st.just("bad_repair"), st.sampled_from(["repair_to_array", "repair_to_text"]), plain_args
+    ),
 )
 
+#: category -> (kind, reason, by) of the gateway's record (None: any ``by``)
+RECORD: dict[str, tuple[str, str | None, str | None]] = {
+    "allow": ("ALLOW", None, None),
+    "transform": ("TRANSFORM", None, None),
+    "witness": ("REQUIRE_WITNESS", "UNWITNESSED", None),
+    "quarantine": ("QUARANTINE", "TRUST_VIOLATION", None),
+    "malformed": ("DENY", "MALFORMED", "preflight"),
+    "blank": ("DENY", "MALFORMED", "gateway"),
+    "bad_repair": ("DENY", "MALFORMED", "gateway"),
+}
+DENIED = {"deny_thing": "POLICY_BLOCK", "frobnicate": "DEFAULT_DENY", "rm_all": "DEFAULT_DENY"}
 
-def expected(mix: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+
+def expected(mix: list[tuple[str, str, Any]], limit: int = 99) -> list[tuple[str, str, Any]]:
     out = []
-    for i, (cat, name, args) in enumerate(mix):
+    for i, (cat, name, args) in enumerate(mix[:limit]):
         if cat == "allow":
             out.append((f"{i}", name, args))
         elif cat == "transform":
@@ -116,17 +154,119 @@ def survivors(wire: str, stream: bool, text: str) -> list[tuple[str, str, Any]]:
     return [(b[0], b[1], json.loads(b[2])) for _, b in sorted(blocks.items())]
 
 
-def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool) -> None:
-    _UPSTREAM.reset(Script(text="t", calls=[(name, args) for _, name, args in mix]))
-    status, text = asyncio.run(_turn(wire, stream))
+def check_records(mix: list[tuple[str, str, Any]], limit: int, records: list[Any]) -> None:
+    """The gateway's record of each proposal, in order, against its category alone."""
+    assert [r["tool"] for r in records] == [name for _, name, _ in mix]
+    for i, ((cat, name, _), rec) in enumerate(zip(mix, records, strict=True)):
+        verdict = rec["verdict"]
+        if i >= limit:
+            assert (verdict["kind"], verdict["reason"], verdict["by"]) == (
+                "DENY",
+                "OVERSIZE",
+                "gateway",
+            )
+            claim = verdict["detail"]["claim"]
+            assert f"proposes {len(mix)} tool calls" in claim, claim
+            assert f"call {i + 1} was not adjudicated" in claim, claim
+            assert rec["admitted"] is False
+            continue
+        kind, reason, by = RECORD.get(cat) or ("DENY", DENIED[name], None)
+        assert (verdict["kind"], verdict.get("reason")) == (kind, reason), (cat, verdict)
+        if by is not None:
+            assert verdict["by"] == by, (cat, verdict)
+        if cat == "blank":
+            assert verdict["detail"]["claim"].startswith("missing tool name"), verdict
+        if cat == "bad_repair":
+            assert verdict["detail"]["claim"] == "TRANSFORM carried no repaired JSON object"
+        assert rec["admitted"] is (cat in ("allow", "transform")), (cat, rec)
+
+
+def _records(stream: bool, text: str) -> list[Any]:
+    if not stream:
+        return list(json.loads(text)["fak"]["adjudications"])
+    for line in text.splitlines():
+        if line.startswith("data: {") and '"fak"' in line:
+            event = json.loads(line[6:])
+            if "fak" in event:
+                return list(event["fak"]["adjudications"])
+    raise AssertionError("the stream carried no fak record")
+
+
+def text_and_stop(wire: str, stream: bool, text: str) -> tuple[list[str], str | None]:
+    """The text the client received (per text block; one string on OpenAI) and how the
+    turn ended (``finish_reason`` / ``stop_reason``)."""
+    if not stream:
+        doc = json.loads(text)
+        if wire == "openai":
+            choice = doc["choices"][0]
+            return [choice["message"].get("content") or ""], choice["finish_reason"]
+        return [b["text"] for b in doc["content"] if b["type"] == "text"], doc["stop_reason"]
+    events = [json.loads(ln[6:]) for ln in text.splitlines() if ln.startswith("data: {")]
+    if wire == "openai":
+        parts, finish = [], None
+        for e in events:
+            for ch in e["choices"]:
+                parts.append(ch["delta"].get("content") or "")
+                finish = ch.get("finish_reason") or finish
+        return ["".join(parts)], finish
+    texts: dict[int, str] = {}
+    stop = None
+    for e in events:
+        if e["type"] == "content_block_start" and e["content_block"]["type"] == "text":
+            texts[e["index"]] = e["content_block"]["text"]
+        elif e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta":
+            texts[e["index"]] += e["delta"]["text"]
+        elif e["type"] == "message_delta":
+            stop = e["delta"].get("stop_reason")
+    return [t for _, t in sorted(texts.items())], stop
+
+
+def summary_of(records: list[Any]) -> str:
+    """The refusal note, written from the record: each refused call's name, kind, reason
+    and disposition, in order."""
+    items = []
+    for r in records:
+        if r["admitted"]:
+            continue
+        v = r["verdict"]
+        parts = [p for p in (v.get("reason"), v.get("disposition")) if p]
+        why = f" ({'/'.join(parts)})" if parts else ""
+        items.append(f"{r['tool'] or '<unnamed>'}: {v['kind']}{why}")
+    return "All proposed tool calls were refused by the fak kernel: " + "; ".join(items)
+
+
+def check_mix(mix: list[tuple[str, str, Any]], wire: str, stream: bool, limit: int) -> None:
+    # the upstream also forges a fak record everywhere it can: only the gateway's counts
+    forge = ("top", "choice", "message", "delta", "call", "block")
+    _UPSTREAM.reset(Script(text="t", calls=[(name, args) for _, name, args in mix], forge=forge))
+    _STATE.max_tool_calls = limit
+    try:
+        status, text = asyncio.run(_turn(wire, stream))
+    finally:
+        _STATE.max_tool_calls = 99
     assert status == 200, text
-    assert survivors(wire, stream, text) == expected(mix)
-    # and the refusal note appears exactly when something was proposed and nothing survived
-    refused = "All proposed tool calls were refused" in text
-    assert refused == (bool(mix) and not expected(mix))
+    assert "forged-by-upstream" not in text
+    assert survivors(wire, stream, text) == expected(mix, limit)
+    records = _records(stream, text)
+    check_records(mix, limit, records)
+    # the text is relayed; the refusal note follows it exactly when something was
+    # proposed and nothing survived, and the turn ends as what the client received says
+    kept, all_refused = bool(expected(mix, limit)), bool(mix) and not expected(mix, limit)
+    texts, stop = text_and_stop(wire, stream, text)
+    note = summary_of(records)
+    if wire == "openai":
+        assert texts == ([f"t\n\n{note}"] if all_refused else ["t"]), texts
+        assert stop == ("tool_calls" if kept else "stop")
+        if stream:
+            check_openai_grammar(text, [name for _, name, _ in expected(mix, limit)])
+    else:
+        assert texts == (["t", note] if all_refused else ["t"]), texts
+        assert stop == ("tool_use" if kept else "end_turn")
+        if stream:  # the scripted upstream sends one ping
+            check_anthropic_grammar(text, 1, kept)
 
 
-@pytest.mark.fak_theorem("D10.2")
+@pytest.mark.fak_theorem("D10.2", "D10.5")
 def test_survivors_are_exactly_allow_and_transform_in_order() -> None:
     # The settings are built when the test runs, not at import, so they inherit the
     # profile active then (in proof mode a mutant re-run's profile skips shrinking).
@@ -134,7 +274,20 @@ def test_survivors_are_exactly_allow_and_transform_in_order() -> None:
         mix=st.lists(CALLS, max_size=6),
         wire=st.sampled_from(["openai", "anthropic"]),
         stream=st.booleans(),
+        limit=st.sampled_from([1, 2, 3, 5, 99]),
     )(check_mix)
+    # every category, and a limit that cuts a mix short, whatever the budget
+    every = [
+        ("allow", "send_email", {"a": 1}),
+        ("blank", "", {}),
+        ("bad_repair", "repair_to_text", {}),
+        ("transform", "get_user", {"password": "pw"}),
+        ("bad_repair", "repair_to_array", {}),
+        ("malformed", "send_email", "{bad"),
+    ]
+    prop = example(mix=every, wire="openai", stream=False, limit=99)(prop)
+    prop = example(mix=every, wire="anthropic", stream=True, limit=4)(prop)
+    prop = example(mix=every, wire="openai", stream=True, limit=2)(prop)
     active = settings.default
     at_most = min(25, active.max_examples) if active is not None else 25
     settings(max_examples=at_most, deadline=None, suppress_health_check=[HealthCheck.too_slow])(

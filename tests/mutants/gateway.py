@@ -423,6 +423,35 @@ def credential_forwarded() -> Any:
     return mock.patch.object(Upstream, "headers", headers)
 
 
+@mutant("D13/empty-allowed-host")
+def empty_allowed_host() -> Any:
+    """An ``--allowed-hosts`` entry that is only a port (``:8080``) allows the empty host
+    name, as it once did: an empty ``Host`` and a host-less ``Origin`` are answered."""
+    middleware = importlib.import_module("fak_core.gateway.middleware")
+    app = importlib.import_module("fak_core.gateway.app")
+    real = middleware.allowed_hosts_for
+
+    def allowed_hosts_for(bind: Any, given: Any = ()) -> Any:
+        if given:
+            return tuple(middleware._host_name(h) for h in given if h.strip())
+        return real(bind, given)
+
+    return mock.patch.object(app, "allowed_hosts_for", allowed_hosts_for)
+
+
+@mutant("D10.7/id-prefix-of-a-number")
+def id_prefix_of_a_number() -> Any:
+    """A frame too deep to parse whole is answered with the id its leading digits spell
+    (``1`` for ``"id": 1.5``), as it once was: the error goes to another request."""
+    import re
+
+    mcp_server = importlib.import_module("fak_core.gateway.mcp_server")
+    loose = re.compile(
+        rb'\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")'
+    )
+    return mock.patch.object(mcp_server, "_LEADING_ID", loose)
+
+
 @mutant("D10.7/no-read-limit")
 def no_read_limit() -> Any:
     """Bodies are not checked against the gateway's depth limit."""

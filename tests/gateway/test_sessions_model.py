@@ -1,0 +1,167 @@
+"""D12 on the owner table itself: generated runs of claims and permission checks against a
+model written here from the theorem and its caveats.
+
+The model: a trace is bound to the first token that claims it (one the client sends, 16 to
+256 characters, else a minted one of 32 URL-safe characters, 192 bits); a claim with
+another token is a 403; the table holds owners within its byte bound (each entry its
+overhead plus the trace's UTF-8 bytes, lone surrogates included), dropping the least
+recently used first (a claim of an owned trace uses it); a dropped trace is orphaned, so
+no claim binds it again unless the gateway minted the id for that very request (an orphan
+is remembered by its bit in a bitmap, so the model asks the table which bit a trace has:
+only that hash is shared, not the rules); reading or resetting is permitted to the owner's
+token or the operator key, never to a wrong or empty one, and each refusal is counted.
+"""
+
+from __future__ import annotations
+
+import string
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from fak_core.gateway.sessions import ENTRY_OVERHEAD, MAX_TRACE_BYTES, SessionError, Sessions
+
+OPERATOR = "operator-key-0123456789"
+TRACES = st.sampled_from(["a", "b", "trace-c", "\u00e9t\u00e9", "x" * 40, "lone-\ud800", "d"])
+TOKENS = st.one_of(
+    st.none(),
+    st.sampled_from([15, 16, 17, 255, 256, 257]).map(lambda n: "t" * n),
+    st.sampled_from(["token-one-0123456", "token-two-0123456", "token-three-01234"]),
+)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("claim"), TRACES, TOKENS, st.booleans()),
+        st.tuples(
+            st.just("permits"),
+            TRACES,
+            st.one_of(TOKENS, st.just("<owner>")),
+            st.sampled_from([None, "", OPERATOR, "wrong-operator-key"]),
+        ),
+    ),
+    max_size=30,
+)
+URLSAFE = set(string.ascii_letters + string.digits + "-_")
+
+
+def _size(trace: str) -> int:
+    return ENTRY_OVERHEAD + len(trace.encode("utf-8", "surrogatepass"))
+
+
+class Model:
+    def __init__(self, table: Sessions, max_bytes: int, operator: str | None) -> None:
+        self.table = table
+        self.max_bytes = max_bytes
+        self.operator = operator
+        self.owners: OrderedDict[str, str] = OrderedDict()
+        self.orphan_bits: set[tuple[int, int]] = set()
+        self.evicted = 0
+        self.refused = 0
+
+    def used(self) -> int:
+        return sum(_size(t) for t in self.owners)
+
+    def claim(self, trace: str, token: str | None, fresh: bool) -> None:
+        if token is not None and not 16 <= len(token) <= 256:
+            with pytest.raises(SessionError) as bad:
+                self.table.claim(trace, token, fresh=fresh)
+            assert bad.value.status == 400
+            return
+        if trace in self.owners:
+            self.owners.move_to_end(trace)
+            if token is not None and token != self.owners[trace]:
+                with pytest.raises(SessionError) as other:
+                    self.table.claim(trace, token, fresh=fresh)
+                assert other.value.status == 403
+                assert trace in other.value.message
+                return
+            assert self.table.claim(trace, token, fresh=fresh) is None
+            return
+        got = self.table.claim(trace, token, fresh=fresh)
+        if not fresh and self.table._bit(trace) in self.orphan_bits:
+            assert got is None, "an orphaned trace was claimed afresh"
+            return
+        if token is None:
+            assert got is not None and len(got) == 32 and set(got) <= URLSAFE, got
+            token = got
+        else:
+            assert got == token
+        self.owners[trace] = token
+        while self.used() > self.max_bytes:
+            old, _ = self.owners.popitem(last=False)
+            self.orphan_bits.add(self.table._bit(old))
+            self.evicted += 1
+
+    def permits(self, trace: str, token: str | None, operator: str | None) -> None:
+        if token == "<owner>":
+            token = self.owners.get(trace)
+        want = None
+        if self.operator and operator == self.operator:
+            want = "operator"
+        elif token and self.owners.get(trace) == token:
+            want = "owner"
+        if want is None:
+            self.refused += 1
+        assert self.table.permits(trace, token, operator) == want, (trace, token, operator)
+
+    def check(self) -> None:
+        stats = self.table.stats()
+        assert stats["sessions"] == len(self.owners) == len(self.table)
+        assert stats["session_bytes"] == self.used() <= self.max_bytes
+        assert stats["sessions_evicted"] == self.evicted
+        assert stats["session_refusals"] == self.refused
+
+
+def run(ops: list[tuple[Any, ...]], room: int, operator: str | None) -> None:
+    # room for `room` entries of the longest trace id, so the bound is met exactly at times
+    max_bytes = (ENTRY_OVERHEAD + MAX_TRACE_BYTES) * room
+    model = Model(Sessions(max_bytes, operator_key=operator), max_bytes, operator)
+    for op, trace, token, extra in ops:
+        if op == "claim":
+            model.claim(trace, token, extra)
+        else:
+            model.permits(trace, token, extra)
+        model.check()
+
+
+@pytest.mark.fak_theorem("D12")
+@settings(deadline=None)
+@given(ops=OPS, room=st.integers(1, 3), operator=st.sampled_from([None, OPERATOR]))
+@example(
+    ops=[
+        ("claim", "x" * 40, None, False),
+        ("claim", "a", "token-one-0123456", False),
+        ("claim", "x" * 40, None, False),  # uses it: "a" is now the oldest
+        ("claim", "\u00e9t\u00e9", "t" * 16, False),
+        ("claim", "lone-\ud800", "t" * 256, False),
+        ("claim", "b", "t" * 257, False),
+        ("claim", "a", "token-one-0123456", False),  # dropped: orphaned
+        ("claim", "a", None, True),  # unless the gateway minted it just now
+        ("permits", "a", "<owner>", None),
+        ("permits", "a", "token-two-0123456", "wrong-operator-key"),
+        ("permits", "a", None, OPERATOR),
+        ("permits", "a", None, ""),
+        ("claim", "a", "token-two-0123456", False),
+    ],
+    room=2,
+    operator=OPERATOR,
+)
+def test_the_owner_table_follows_the_model(
+    ops: list[tuple[Any, ...]], room: int, operator: str | None
+) -> None:
+    run(ops, room, operator)
+
+
+@pytest.mark.fak_theorem("D12")
+def test_the_table_is_exactly_full_at_its_bound() -> None:
+    """Entries that fill the bound to the byte all stay; one byte more drops the oldest."""
+    size = _size("x" * 40)
+    table = Sessions(size * 3, operator_key=None)
+    for t in ("x" * 39 + "1", "x" * 39 + "2", "x" * 39 + "3"):
+        assert table.claim(t, None) is not None
+    assert table.stats()["session_bytes"] == size * 3 and table.stats()["sessions_evicted"] == 0
+    assert table.claim("x" * 39 + "4", None) is not None
+    assert table.stats()["sessions_evicted"] == 1
+    assert table.claim("x" * 39 + "1", None) is None  # the oldest went, orphaned
