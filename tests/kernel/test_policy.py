@@ -462,7 +462,9 @@ def _list_entry(key: str, bad: st.SearchStrategy[Any]) -> Breaker:
 
 def _pattern(key: str) -> Breaker:
     def brk(doc: dict[str, Any], data: Any) -> str:
-        bad = data.draw(st.sampled_from(["(", "(a)\\1", "(?=a)", "a++", "(?>a)", "[z", "a{2000}"]))
+        bad = data.draw(
+            st.sampled_from(["(", "(a)\\1", "(?=a)", "a++", "(?>a)", "[z", "a{2000}", "a\ud800"])
+        )
         return f"{key}[{_insert(doc, key, data, bad)}]"
 
     return brk
@@ -529,7 +531,7 @@ def _check_value(rule: dict[str, Any], data: Any) -> str:
 
 def _bad_deny_regex(rule: dict[str, Any], data: Any) -> str:
     _no_check(rule, data)
-    rule["deny_regex"] = data.draw(st.sampled_from(["(", "(a)\\1", "(?<=a)b", "a*+"]))
+    rule["deny_regex"] = data.draw(st.sampled_from(["(", "(a)\\1", "(?<=a)b", "a*+", "\udfff"]))
     return "deny_regex"
 
 

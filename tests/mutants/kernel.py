@@ -349,6 +349,18 @@ def unknown_reasons_pass() -> Any:
     return mock.patch.object(_policy, "_reason", reason)
 
 
+@mutant("D2.3/surrogate-pattern-crashes")
+def surrogate_pattern_crashes() -> Any:
+    """A policy pattern holding a lone surrogate escapes the loader as UnicodeEncodeError
+    instead of a PolicyError naming its key (the bug)."""
+    from fak_core.patterns import compile_policy_pattern
+
+    return edited(
+        compile_policy_pattern,
+        ("    except UnicodeEncodeError:  # RE2 reads UTF-8", "    except ():  # RE2 reads UTF-8"),
+    )
+
+
 @mutant("D2.3/origin-prefix-loose")
 def origin_prefix_loose() -> Any:
     """An error is taken as already prefixed when it merely starts with the file's name, so
