@@ -47,6 +47,8 @@ def _exact(ws: dict[str, Any], kind: str, refs: list[str]) -> list[dict[str, str
 @pytest.mark.fak_theorem("F1.4")
 def test_the_projection_is_exactly_the_promised_evidence() -> None:
     fl, ws = example_flow_doc(), example_workspace_doc()
+    scout = fl["nodes"][0]["subagents"][0]  # a sub-agent with exact skills and tools too
+    scout.update(inherits=["model"], skills=["planning@1.4.2"], tools=["read_file@1.2.0"])
     out = _run(fl)
     assert out.ok, out.to_dict()
     view = project(out.manifest)

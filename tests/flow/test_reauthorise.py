@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -245,7 +246,7 @@ def test_a_repository_gone_since_the_inputs_were_resolved_fails_reauthorisation(
     ],
 )
 def test_a_risk_assessment_that_lost_a_node_or_a_gate_fails_reauthorisation(
-    change: str, expected: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+    change: str, expected: list[tuple[str, str]]
 ) -> None:
     real = preflight_module.assess
 
@@ -261,8 +262,10 @@ def test_a_risk_assessment_that_lost_a_node_or_a_gate_fails_reauthorisation(
             nodes[2] = dataclasses.replace(nodes[2], approval_required=False)
         return dataclasses.replace(risk, nodes=tuple(nodes))
 
-    monkeypatch.setattr(preflight_module, "assess", assess)
-    out = run()
+    # patched inside the test (not with the monkeypatch fixture): a mutant re-run of this
+    # witness calls the function again, and the patch must be undone each time
+    with mock.patch.object(preflight_module, "assess", assess):
+        out = run()
     step = out.steps[REAUTH]
     assert [(f.code, f.path) for f in step.findings] == expected
     assert all(f.message for f in step.findings)
