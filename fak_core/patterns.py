@@ -36,6 +36,12 @@ def compile_policy_pattern(text: str, where: str) -> PolicyPattern:
     """``text`` compiled with RE2; refused with a message naming ``where`` and the fix."""
     try:
         return re2.compile(text, _OPTIONS)
+    except UnicodeEncodeError:  # RE2 reads UTF-8: a lone surrogate has no encoding
+        raise PolicyPatternError(
+            f"policy key {where!r}: invalid regular expression {text!r}: it holds a lone "
+            f"surrogate (half of a \\uD800-\\uDFFF pair), which is not text and RE2 cannot "
+            f"read; remove it"
+        ) from None
     except re2.error as exc:
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):

@@ -454,7 +454,7 @@ def load_policy(
     try:
         return parse_policy(_decode(text, fmt, origin), reasons)
     except PolicyError as exc:
-        if str(exc).startswith(origin):
+        if str(exc).startswith(f"{origin}: "):
             raise
         raise PolicyError(f"{origin}: {exc}") from None
 

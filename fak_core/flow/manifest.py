@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fak_core.flow.canonical import CanonicalError, digest
-from fak_core.flow.model import Flow, Node, flow_to_dict
+from fak_core.flow.model import Flow, Node, RequirementSpec, flow_to_dict
 from fak_core.flow.refs import CapabilityRef
 from fak_core.policy import Policy, PolicyError, default_policy, parse_policy
 
@@ -33,6 +33,7 @@ __all__ = [
     "kernel_policy_for",
     "lock_entry_for",
     "node_entries",
+    "requirement_entry",
 ]
 
 MANIFEST_FORMAT = "fak-flow-manifest/v1"
@@ -90,10 +91,26 @@ def _node_entry(node: Node, approval_required: bool) -> dict[str, Any]:
 
 
 def node_entries(flow: Flow, order: list[str], risk: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per-node execution entries in plan order; approval comes from the persisted risk."""
+    """Per-node execution entries in plan order; approval comes from the persisted risk,
+    and a node that asks for approval itself keeps it whatever the risk says."""
     approval = {n["node"]: bool(n["approval_required"]) for n in risk.get("nodes", [])}
     by_id = {n.id: n for n in flow.nodes}
-    return [_node_entry(by_id[i], approval.get(i, True)) for i in order]
+    return [
+        _node_entry(by_id[i], approval.get(i, True) or by_id[i].approval_required) for i in order
+    ]
+
+
+def requirement_entry(q: RequirementSpec, revision: Any) -> dict[str, Any]:
+    """The manifest's entry for one requirement source, pinned at ``revision``."""
+    item: dict[str, Any] = {
+        "name": q.name,
+        "location": q.location,
+        "revision": revision,
+        "type": q.type,
+    }
+    if q.format is not None:
+        item["format"] = q.format
+    return item
 
 
 def build_body(

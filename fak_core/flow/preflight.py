@@ -27,7 +27,7 @@ from fak_core.flow.canonical import CanonicalError, digest
 from fak_core.flow.compiler import CHECKS as COMPILER_CHECKS
 from fak_core.flow.compiler import compile_flow
 from fak_core.flow.findings import Finding, StepResult, StepStatus, repair_hint
-from fak_core.flow.manifest import Manifest, build_body
+from fak_core.flow.manifest import Manifest, build_body, requirement_entry
 from fak_core.flow.model import (
     Flow,
     FlowSpecError,
@@ -527,17 +527,7 @@ def _step_freeze(st: _State, task_id: str) -> dict[str, Any]:
     assert st.risk is not None
     assert st.resolver is not None
     flow = st.flow
-    requirements = []
-    for q in flow.requirements:
-        item: dict[str, Any] = {
-            "name": q.name,
-            "location": q.location,
-            "revision": st.revisions[q.name],
-            "type": q.type,
-        }
-        if q.format is not None:
-            item["format"] = q.format
-        requirements.append(item)
+    requirements = [requirement_entry(q, st.revisions[q.name]) for q in flow.requirements]
     body = build_body(
         task={"id": task_id, "identity": st.identity, "workspace": st.resolver.name},
         flow=flow,

@@ -26,7 +26,13 @@ from typing import Any, Protocol
 from fak_core.flow.canonical import CanonicalError
 from fak_core.flow.compiler import compile_flow
 from fak_core.flow.findings import Finding
-from fak_core.flow.manifest import Manifest, ManifestError, lock_entry_for, node_entries
+from fak_core.flow.manifest import (
+    Manifest,
+    ManifestError,
+    lock_entry_for,
+    node_entries,
+    requirement_entry,
+)
 from fak_core.flow.model import Flow, FlowSpecError, flow_from_dict
 from fak_core.flow.refs import CapabilityRef
 from fak_core.flow.resolver import requirement_path
@@ -100,11 +106,14 @@ def _content_findings(body: dict[str, Any]) -> list[Finding]:
         return [*out, Finding("MALFORMED_MANIFEST", "manifest", f"missing part {exc}")]
     except FlowSpecError as exc:
         return [*out, Finding("MALFORMED_MANIFEST", "manifest.snapshot.flow", str(exc))]
+    if not isinstance(risk, dict):
+        # the node entries' approvals come from the risk: without it they cannot be checked
+        return [*out, Finding("MALFORMED_MANIFEST", "manifest.risk", "expected a risk object")]
     compiled = compile_flow(flow)
     out.extend(compiled.findings)
     if compiled.ok and compiled.plan != plan:
         out.append(Finding("PLAN_MISMATCH", "manifest.plan", "the plan differs from the snapshot"))
-    if compiled.ok and isinstance(risk, dict):
+    if compiled.ok:
         expected_nodes = node_entries(flow, list(compiled.plan["order"]), risk)  # type: ignore[index]
         if expected_nodes != body.get("nodes"):
             out.append(
@@ -114,8 +123,16 @@ def _content_findings(body: dict[str, Any]) -> list[Finding]:
                     "node entries differ from the frozen snapshot (prompt, model, runtime or refs)",
                 )
             )
+    requirements = body.get("requirements")
+    revisions = [r.get("revision") for r in requirements] if isinstance(requirements, list) else []
     for key, want in (
         ("repository", {"url": flow.repository, "baseline_branch": flow.baseline_branch}),
+        (
+            "requirements",
+            [requirement_entry(q, r) for q, r in zip(flow.requirements, revisions, strict=False)]
+            if len(revisions) == len(flow.requirements)
+            else None,
+        ),
         ("policy", snapshot.get("policy") if isinstance(snapshot, dict) else None),
     ):
         if body.get(key) != want:

@@ -147,6 +147,175 @@ def test_resealed_content_changes_are_named(edit: Any, code: str) -> None:
     assert code in {f.code for f in findings}
 
 
+_SNAP = ("snapshot", "flow", "nodes")
+_AT = "manifest.snapshot.flow.nodes"
+# Resealed edits and exactly the findings (code, path) they must give, written by hand from
+# what each edit breaks (the oracle does not run the runner's code).
+RESEALED: dict[str, tuple[Any, set[tuple[str, str]]]] = {
+    "repository": (
+        lambda b: b["repository"].update(url="https://evil.example/r.git"),
+        {("PLAN_MISMATCH", "manifest.repository")},
+    ),
+    "policy": (
+        lambda b: b["policy"].update(max_rework=9),
+        {("PLAN_MISMATCH", "manifest.policy")},
+    ),
+    "requirement-location": (
+        lambda b: b["requirements"][0].update(location="requirements/acceptance.md"),
+        {("PLAN_MISMATCH", "manifest.requirements")},
+    ),
+    "requirement-dropped": (
+        lambda b: b["requirements"].pop(),
+        {("PLAN_MISMATCH", "manifest.requirements")},
+    ),
+    "plan": (lambda b: b["plan"]["order"].reverse(), {("PLAN_MISMATCH", "manifest.plan")}),
+    "node-prompt": (
+        lambda b: b["nodes"][0].update(prompt="rm -rf /"),
+        {("PLAN_MISMATCH", "manifest.nodes")},
+    ),
+    "risk-not-an-object": (
+        lambda b: (b.update(risk="x"), b["nodes"][0].update(prompt="rm -rf /")),
+        {("MALFORMED_MANIFEST", "manifest.risk")},
+    ),
+    "risk-a-list": (
+        lambda b: (b.update(risk=[]), b["nodes"][2].update(approval_required=False)),
+        {("MALFORMED_MANIFEST", "manifest.risk")},
+    ),
+    "approval-dropped": (
+        lambda b: (
+            b["risk"]["nodes"][2].update(approval_required=False),
+            b["nodes"][2].update(approval_required=False),
+        ),
+        {("PLAN_MISMATCH", "manifest.nodes")},
+    ),
+    "lock-version": (
+        lambda b: b["lock"][1].update(version="9.9.9"),
+        {("LOCK_MISMATCH", "manifest.lock[1]"), ("LOCK_MISMATCH", f"{_AT}[0].skills[0]")},
+    ),
+    "lock-extra": (
+        lambda b: b["lock"].append({**b["lock"][0], "name": "bonus"}),
+        {("LOCK_MISMATCH", "manifest.lock[7]")},
+    ),
+    "lock-not-a-list": (lambda b: b.update(lock=5), {("MALFORMED_MANIFEST", "manifest.lock")}),
+    "lock-entry-not-an-object": (
+        lambda b: b["lock"].append("x"),
+        {("MALFORMED_MANIFEST", "manifest.lock")},
+    ),
+    "plan-missing": (lambda b: b.pop("plan"), {("MALFORMED_MANIFEST", "manifest")}),
+    "snapshot-missing": (lambda b: b.pop("snapshot"), {("MALFORMED_MANIFEST", "manifest")}),
+    "snapshot-flow-invalid": (
+        lambda b: b["snapshot"]["flow"].update(nodes="x"),
+        {("MALFORMED_MANIFEST", "manifest.snapshot.flow")},
+    ),
+    "risk-nodes-not-a-list": (
+        lambda b: b["risk"].update(nodes=5),
+        {("MALFORMED_MANIFEST", "manifest")},
+    ),
+    "floating-then-unlocked": (
+        lambda b: (
+            b["snapshot"]["flow"]["nodes"][0].update(skills=["planning@latest"]),
+            b["snapshot"]["flow"]["nodes"][2].update(tools=["read_file@1.2.1"]),
+        ),
+        {
+            ("FLOATING_REFERENCE", f"{_AT}[0].skills[0]"),
+            ("LOCK_MISMATCH", f"{_AT}[2].tools[0]"),
+            ("LOCK_MISMATCH", "manifest.lock[1]"),
+            ("PLAN_MISMATCH", "manifest.nodes"),
+        },
+    ),
+    "secret": (
+        lambda b: b["nodes"][0]["runtime"].update(api_key="x"),
+        {
+            ("PLAN_MISMATCH", "manifest.nodes"),
+            ("SECRET_IN_MANIFEST", "manifest.nodes[0].runtime.api_key"),
+        },
+    ),
+}
+
+
+@pytest.mark.fak_theorem("F1.2")
+@pytest.mark.parametrize("name", sorted(RESEALED))
+def test_each_resealed_change_gives_exactly_its_findings(name: str, tmp_path: Path) -> None:
+    edit, expected = RESEALED[name]
+    body = json.loads(json.dumps(GOOD.body))
+    edit(body)
+    forged = Manifest.seal(body)
+    findings = revalidate(forged)
+    assert {(f.code, f.path) for f in findings} == expected
+    assert all(f.message for f in findings)
+    # under the digest the specification names, the forgery is also a digest mismatch
+    extra = set(revalidate(forged, GOOD.digest)) - set(findings)
+    assert [(f.code, f.path) for f in extra] == [("DIGEST_MISMATCH", "digest")]
+    assert all(f.message for f in extra)
+    # the refusals name the first finding, in sorted order, and count the rest
+    first = min(findings)
+    with pytest.raises(RunnerRefused) as info:
+        Runner(forged.to_json().encode(), FileFetcher(EXAMPLE)).start()
+    assert str(info.value) == f"refusing to start: {first.code} at {first.path}"
+    assert info.value.findings == findings
+    path = tmp_path / "m.json"
+    path.write_text(forged.to_json())
+    with pytest.raises(RunnerRefused) as info:
+        load_verified_manifest(path)
+    more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+    assert str(info.value) == (
+        f"{path}: refusing the manifest: {first.code} at {first.path}: {first.message}{more}"
+    )
+
+
+@pytest.mark.fak_theorem("F1.2")
+@pytest.mark.parametrize(
+    ("name", "start"),
+    [
+        ("plan-missing", "missing part 'plan'"),
+        ("snapshot-missing", "missing part 'snapshot'"),
+        ("snapshot-flow-invalid", "manifest.snapshot.flow: nodes: "),
+    ],
+)
+def test_a_malformed_part_is_named_in_the_message(name: str, start: str) -> None:
+    body = json.loads(json.dumps(GOOD.body))
+    RESEALED[name][0](body)
+    (finding,) = revalidate(Manifest.seal(body))
+    assert finding.message.startswith(start), finding
+
+
+@pytest.mark.fak_theorem("F1.2")
+def test_two_digest_mismatches_are_two_findings() -> None:
+    body = json.loads(json.dumps(GOOD.body))
+    body["task"]["id"] = "t2"
+    tampered = Manifest(body, GOOD.digest)  # body changed under its old digest
+    other = "sha256:" + "0" * 64
+    findings = revalidate(tampered, other)
+    assert [f.code for f in findings] == ["DIGEST_MISMATCH", "DIGEST_MISMATCH"]
+    assert {f.path for f in findings} == {"digest"}
+    assert all(f.message for f in findings) and findings[0].message != findings[1].message
+
+
+@pytest.mark.fak_theorem("F1.2")
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 2**53, "\ud800"])
+def test_a_body_with_no_canonical_form_is_uncanonical(bad: Any) -> None:
+    body = json.loads(json.dumps(GOOD.body))
+    body["policy"]["max_rework"] = bad
+    findings = revalidate(Manifest(body, GOOD.digest))
+    assert [(f.code, f.path) for f in findings] == [("UNCANONICAL", "manifest")]
+    assert findings[0].message
+    with pytest.raises(RunnerRefused, match=r"^refusing to start: UNCANONICAL at manifest$"):
+        Runner(Manifest(body, GOOD.digest), FileFetcher(EXAMPLE)).start()
+
+
+@pytest.mark.fak_theorem("F1.2")
+def test_a_runner_starts_once_and_keeps_what_it_verified() -> None:
+    fetcher = FileFetcher(EXAMPLE)
+    runner = Runner(GOOD.to_json().encode(), fetcher, GOOD.digest)
+    started = runner.start()
+    assert started == GOOD and runner.manifest is started
+    assert sorted(r.name for r in runner.requirements.values()) == ["acceptance", "product"]
+    calls = fetcher.calls
+    assert runner.start() is started and fetcher.calls == calls
+    with pytest.raises(ManifestError, match=r"^mounted: not a JSON manifest"):
+        Runner(b"{not json", fetcher).start()
+
+
 @pytest.mark.fak_theorem("F1.2")
 def test_the_untouched_manifest_passes_and_file_round_trip_verifies(tmp_path: Path) -> None:
     assert revalidate(GOOD, GOOD.digest) == ()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import given
+import tomli_w
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fak_core import (
@@ -23,6 +28,8 @@ from fak_core import (
     load_policy,
     policy_digest,
 )
+from fak_core.admission import ScreenConfig, ToolScreen
+from fak_core.policy import policy_to_dict
 from fak_core.ratelimit import RateLimit
 
 names = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=8)
@@ -73,6 +80,22 @@ policies = st.builds(
         st.integers(1, 100),
         st.floats(0.5, 100, allow_nan=False),
         st.sampled_from(["trace", "tool", "global"]),
+    ),
+    screen=st.none()
+    | st.builds(
+        ScreenConfig,
+        injection_markers=st.lists(names.map(lambda n: n + " now"), max_size=2).map(tuple),
+        builtin_markers=st.just(True),
+        page_out_bytes=st.sampled_from([256, 4096, 65536]),
+        tools=st.dictionaries(
+            names,
+            st.builds(
+                ToolScreen,
+                st.lists(names.map(lambda n: "do " + n), max_size=2).map(tuple),
+                st.none() | st.sampled_from([256, 1 << 20]),
+            ),
+            max_size=2,
+        ),
     ),
 )
 
@@ -203,17 +226,50 @@ def test_bad_policies_get_specific_errors(doc: str, fragment: str) -> None:
     assert fragment in str(info.value)
 
 
-def test_files_by_suffix_and_clear_file_errors(tmp_path: Path) -> None:
-    (tmp_path / "p.toml").write_text('allow = ["a"]\n[deny]\nb = "POLICY_BLOCK"\n')
-    p = load_policy(tmp_path / "p.toml")
-    assert p.allow == ("a",) and p.deny == {"b": "POLICY_BLOCK"}
-    (tmp_path / "bad.toml").write_text("allow = [")
-    with pytest.raises(PolicyError, match=r"bad.toml: not valid TOML"):
-        load_policy(tmp_path / "bad.toml")
-    with pytest.raises(PolicyError, match="cannot read policy file"):
+@pytest.mark.fak_theorem("D2.3")
+@pytest.mark.parametrize("stem", ["p", "pol", "policy", "policy key"])
+def test_files_by_suffix_and_clear_file_errors(
+    tmp_path: Path, stem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toml_text, json_text = 'allow = ["a"]\n[deny]\nb = "POLICY_BLOCK"\n', '{"allow": ["a"]}'
+    for suffix, text in ((".toml", toml_text), (".TOML", toml_text), (".json", json_text)):
+        path = tmp_path / (stem + suffix)
+        path.write_text(text, encoding="utf-8")
+        p = load_policy(path)
+        assert p.allow == ("a",) and p.deny == ({} if suffix == ".json" else {"b": "POLICY_BLOCK"})
+        assert load_policy(str(path)) == p  # a path given as a string is a path too
+    # an explicit format wins over the suffix
+    (tmp_path / "t.json").write_text(toml_text, encoding="utf-8")
+    assert load_policy(tmp_path / "t.json", "toml").allow == ("a",)
+    # text, with the format given or (for JSON) read from its first character
+    assert load_policy(toml_text, "toml").allow == ("a",)
+    assert load_policy(json_text).allow == ("a",)
+    with pytest.raises(PolicyError, match=r"^policy: a policy must be a JSON object"):
+        load_policy("  [1]")
+    with pytest.raises(ValueError, match="unknown policy format 'yaml'"):
+        load_policy(json_text, "yaml")
+    # every error names the file once: decoding, reading and the keys themselves
+    bad = tmp_path / (stem + ".toml")
+    bad.write_text("allow = [", encoding="utf-8")
+    with pytest.raises(PolicyError, match=rf"^{re.escape(str(bad))}: not valid TOML"):
+        load_policy(bad)
+    bad.write_text('allow = [""]', encoding="utf-8")
+    with pytest.raises(PolicyError) as info:
+        load_policy(bad)
+    assert str(info.value) == f"{bad}: policy key 'allow': expected a list of non-empty strings"
+    # a relative file name that starts like the message ("pol", "policy") is named too
+    monkeypatch.chdir(tmp_path)
+    rel = Path(stem + ".json")
+    rel.write_text('{"posture": "x"}', encoding="utf-8")
+    with pytest.raises(PolicyError) as info:
+        load_policy(rel)
+    assert str(info.value).startswith(f"{rel}: policy key 'posture'")
+    with pytest.raises(PolicyError, match=r"cannot read policy file .*missing\.json: "):
         load_policy(tmp_path / "missing.json")
+    with pytest.raises(PolicyError, match=r"cannot read policy file"):
+        load_policy(tmp_path)  # a directory
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe")
-    with pytest.raises(PolicyError, match="not UTF-8"):
+    with pytest.raises(PolicyError, match=r"policy file .*bin\.json is not UTF-8 text$"):
         load_policy(tmp_path / "bin.json")
 
 
@@ -295,3 +351,431 @@ def test_set_policy_replaces_sources_and_schemas_it_had_set() -> None:
     assert k.syscall(ToolCall("fetch", "{}", "s2"))[0].taint == Taint.TAINTED
     assert k.decide(ToolCall("q", "{}")).kind == VerdictKind.ALLOW
     assert "host_tool" in k.schemas  # host registrations survive a reload
+
+
+# ------------------------------------------------- every key: defaults, refusals, format
+_FIELDS = {f.name: f for f in dataclasses.fields(Policy)}
+_RULE_REASON = next(f.default for f in dataclasses.fields(ArgRule) if f.name == "reason")
+
+
+def _default(name: str) -> Any:
+    f = _FIELDS[name]
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+@pytest.mark.fak_theorem("D2.1", "D2.3")
+@given(policies, st.data(), st.sampled_from(["json", "toml"]))
+def test_a_key_left_out_means_its_default(policy: Policy, data: Any, fmt: str) -> None:
+    doc = policy_to_dict(policy)
+    dropped = data.draw(st.sets(st.sampled_from(sorted(doc))), label="dropped")
+    kept = {k: v for k, v in doc.items() if k not in dropped}
+    # the oracle is the dataclasses' own field defaults, not the loader
+    expected = dataclasses.replace(policy, **{k: _default(k) for k in dropped})
+    rules = []
+    for raw, rule in zip(kept.get("arg_rules", []), expected.arg_rules, strict=True):
+        if data.draw(st.booleans(), label="leave out the rule's reason"):
+            del raw["reason"]
+            rule = dataclasses.replace(rule, reason=_RULE_REASON)
+        rules.append(rule)
+    expected = dataclasses.replace(expected, arg_rules=tuple(rules))
+    text = json.dumps(kept) if fmt == "json" else tomli_w.dumps(kept)
+    assert load_policy(text, fmt) == expected
+
+
+@pytest.mark.fak_theorem("D2.1")
+@given(policies, st.sampled_from(["café", "résumé_π", "東京", "x\u00a0y"]))
+def test_the_json_dump_is_sorted_indented_and_keeps_characters(policy: Policy, word: str) -> None:
+    policy = dataclasses.replace(policy, allow=(*policy.allow, word))
+    text = dump_policy(policy, "json")
+    assert text.endswith("}\n") and not text.endswith("\n\n")
+    assert word in text  # written as itself, not as \\u escapes
+
+    def sorted_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        assert [k for k, _ in pairs] == sorted(k for k, _ in pairs)
+        return dict(pairs)
+
+    json.loads(text, object_pairs_hook=sorted_pairs)
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[1].startswith('  "') and not lines[1].startswith("   ")
+    assert all((len(ln) - len(ln.lstrip(" "))) % 2 == 0 for ln in lines)
+
+
+@pytest.mark.fak_theorem("D2.1")
+def test_the_dumper_refuses_what_it_cannot_write() -> None:
+    holds_null = Policy(schemas={"t": {"enum": [None, 1]}})
+    assert load_policy(dump_policy(holds_null, "json"), "json") == holds_null
+    with pytest.raises(PolicyError, match=r"cannot be written as TOML.*write it as JSON"):
+        dump_policy(holds_null, "toml")
+    with pytest.raises(ValueError, match="unknown policy format 'yaml'"):
+        dump_policy(Policy(), "yaml")
+
+
+# Each case breaks a valid generated document at one key and says which key the error
+# must name. The oracle is the generator: it knows what it broke and where.
+Breaker = Callable[[dict[str, Any], Any], str]
+_LISTS = (
+    "allow",
+    "allow_prefix",
+    "self_modify_globs",
+    "redact_fields",
+    "secret_patterns",
+    "safe_sinks",
+    "gated_sinks",
+    "deny_hosts",
+)
+_NOT_A_LIST = st.sampled_from(["x", 1, {"a": "b"}, True])
+_NOT_A_STRING = st.sampled_from([1, ["x"], {"a": "b"}, True, 1.5])
+_NOT_A_TABLE = st.sampled_from(["x", 1, ["x"], True])
+
+
+def _insert(doc: dict[str, Any], key: str, data: Any, bad: Any) -> int:
+    """Put ``bad`` among the valid entries of list ``key``; its index."""
+    items = list(doc.get(key, []))
+    i = data.draw(st.integers(0, len(items)), label="index")
+    doc[key] = [*items[:i], bad, *items[i:]]
+    return i
+
+
+def _tool(doc: dict[str, Any], key: str, data: Any, bad: Any) -> str:
+    """Add tool ``name -> bad`` to table ``key`` (a name the table does not have)."""
+    table = dict(doc.get(key, {}))
+    name = data.draw(names.filter(lambda n: n not in table), label="tool")
+    doc[key] = {**table, name: bad}
+    return name
+
+
+def _list_not_a_list(key: str) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        doc[key] = data.draw(_NOT_A_LIST)
+        return key
+
+    return brk
+
+
+def _list_entry(key: str, bad: st.SearchStrategy[Any]) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        _insert(doc, key, data, data.draw(bad))
+        return key
+
+    return brk
+
+
+def _pattern(key: str) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        bad = data.draw(
+            st.sampled_from(["(", "(a)\\1", "(?=a)", "a++", "(?>a)", "[z", "a{2000}", "a\ud800"])
+        )
+        return f"{key}[{_insert(doc, key, data, bad)}]"
+
+    return brk
+
+
+def _rule(doc: dict[str, Any], key: str, data: Any, bad: Any) -> str:
+    return f"{key}[{_insert(doc, key, data, bad)}]"
+
+
+def _valid_rule(data: Any) -> dict[str, Any]:
+    which = data.draw(st.sampled_from(["allow_glob", "deny_regex", "max_bytes"]), label="check")
+    value = {"allow_glob": "/w/*", "deny_regex": "rm", "max_bytes": 7}[which]
+    return {"tool": data.draw(names), "arg": data.draw(names), which: value}
+
+
+def _arg_rule_broken(change: Callable[[dict[str, Any], Any], str]) -> Breaker:
+    """A valid rule changed by ``change`` (which returns the sub-key it broke, or "")."""
+
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        rule = _valid_rule(data)
+        sub = change(rule, data)
+        where = _rule(doc, "arg_rules", data, rule)
+        return f"{where}.{sub}" if sub else where
+
+    return brk
+
+
+def _set(key: str, value: st.SearchStrategy[Any]) -> Callable[[dict[str, Any], Any], str]:
+    def change(rule: dict[str, Any], data: Any) -> str:
+        rule[key] = data.draw(value)
+        return key
+
+    return change
+
+
+def _drop(rule: dict[str, Any], data: Any) -> str:
+    key = data.draw(st.sampled_from(["tool", "arg"]))
+    del rule[key]
+    return key
+
+
+def _no_check(rule: dict[str, Any], data: Any) -> str:
+    for c in ("allow_glob", "deny_regex", "max_bytes"):
+        rule.pop(c, None)
+    return ""
+
+
+def _two_checks(rule: dict[str, Any], data: Any) -> str:
+    extra = data.draw(
+        st.sets(st.sampled_from(["allow_glob", "deny_regex", "max_bytes"]), min_size=2)
+    )
+    rule.update({c: {"allow_glob": "/x/*", "deny_regex": "x", "max_bytes": 3}[c] for c in extra})
+    return ""
+
+
+def _check_value(rule: dict[str, Any], data: Any) -> str:
+    check = next(c for c in ("allow_glob", "deny_regex", "max_bytes") if c in rule)
+    if check == "max_bytes":
+        rule[check] = data.draw(st.sampled_from([-1, -(2**40), True, False, 1.5, "8"]))
+    else:
+        rule[check] = data.draw(_NOT_A_STRING | st.just(""))
+    return check
+
+
+def _bad_deny_regex(rule: dict[str, Any], data: Any) -> str:
+    _no_check(rule, data)
+    rule["deny_regex"] = data.draw(st.sampled_from(["(", "(a)\\1", "(?<=a)b", "a*+", "\udfff"]))
+    return "deny_regex"
+
+
+def _reason_name(rule: dict[str, Any], data: Any) -> str:
+    rule["reason"] = data.draw(_UNKNOWN_REASON | st.just("NONE"))
+    return "reason"
+
+
+_UNKNOWN_REASON = st.sampled_from(["NOPE", "policy_block", "POLICY_BLOCK ", ""])
+
+
+def _unknown_rule_keys(doc: dict[str, Any], data: Any) -> str:
+    rule = _valid_rule(data)
+    bad = data.draw(st.sets(st.sampled_from(["colour", "tools", "Reason", "max"]), min_size=1))
+    rule.update(dict.fromkeys(bad, 1))
+    where = _rule(doc, "arg_rules", data, rule)
+    return f"{where}.{{{'|'.join(sorted(bad))}}}"  # one of them
+
+
+def _authorize(change: Callable[[dict[str, Any], Any], str]) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        rule = {"tool": data.draw(names), "sink": data.draw(st.sampled_from(["EGRESS", "EXEC"]))}
+        sub = change(rule, data)
+        where = _rule(doc, "authorize", data, rule)
+        return f"{where}.{sub}" if sub else where
+
+    return brk
+
+
+def _auth_keys(rule: dict[str, Any], data: Any) -> str:
+    if data.draw(st.booleans(), label="drop a key"):
+        del rule[data.draw(st.sampled_from(["tool", "sink"]))]
+    else:
+        rule[data.draw(st.sampled_from(["reason", "Tool", "sinks"]))] = "x"
+    return ""
+
+
+def _top(key: str, value: st.SearchStrategy[Any]) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        doc[key] = data.draw(value)
+        return key
+
+    return brk
+
+
+def _in_table(key: str, value: st.SearchStrategy[Any]) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        return f"{key}.{_tool(doc, key, data, data.draw(value))}"
+
+    return brk
+
+
+def _table_entry(key: str, value: st.SearchStrategy[Any]) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        _tool(doc, key, data, data.draw(value))
+        return key
+
+    return brk
+
+
+def _empty_name(key: str, value: Any) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        doc[key] = {**doc.get(key, {}), "": value}
+        return key
+
+    return brk
+
+
+def _sub(key: str, value: st.SearchStrategy[dict[str, Any]]) -> Breaker:
+    """A broken ``key`` table; the error names ``key`` or one of its sub-keys."""
+
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        doc[key] = data.draw(value)
+        return key + "*"
+
+    return brk
+
+
+_BREAKERS: dict[str, Breaker] = {
+    **{f"{k}-not-a-list": _list_not_a_list(k) for k in _LISTS},
+    **{f"{k}-bad-entry": _list_entry(k, _NOT_A_STRING | st.just("")) for k in _LISTS},
+    "secret_patterns-not-re2": _pattern("secret_patterns"),
+    "gated_sinks-unknown": _list_entry("gated_sinks", st.sampled_from(["MAIL", "egress", "Exec"])),
+    "deny_hosts-not-a-host": _list_entry(
+        "deny_hosts", st.sampled_from(["exa mple.com", "10.0.0.0/33", "http://x/"])
+    ),
+    "version-wrong": _top(
+        "version", _NOT_A_STRING | st.sampled_from(["fak-policy/v2", "", "v1", "FAK-POLICY/V1"])
+    ),
+    "posture-unknown": _top(
+        "posture", _NOT_A_STRING | st.sampled_from(["yolo", "", "FAIL_CLOSED", "fail-closed"])
+    ),
+    "deny-not-a-table": _top("deny", _NOT_A_TABLE),
+    "deny-empty-name": _empty_name("deny", "POLICY_BLOCK"),
+    "deny-not-a-string": _table_entry("deny", _NOT_A_STRING),
+    "deny-unknown-reason": _in_table("deny", _UNKNOWN_REASON | st.just("NONE")),
+    "sources-not-a-table": _top("sources", _NOT_A_TABLE),
+    "sources-empty-name": _empty_name("sources", "untrusted"),
+    "sources-unknown": _in_table("sources", st.sampled_from(["trusted", "Untrusted", "", "x"])),
+    "authorize-not-a-list": _top("authorize", _NOT_A_TABLE.filter(lambda v: v != ["x"])),
+    "authorize-not-a-table": lambda doc, data: _rule(
+        doc, "authorize", data, data.draw(_NOT_A_TABLE)
+    ),
+    "authorize-keys": _authorize(_auth_keys),
+    "authorize-tool": _authorize(_set("tool", _NOT_A_STRING | st.just(""))),
+    "authorize-sink": _authorize(_set("sink", st.sampled_from(["MAIL", "egress", "", 1]))),
+    "arg_rules-not-a-list": _top("arg_rules", _NOT_A_TABLE.filter(lambda v: v != ["x"])),
+    "arg_rules-not-a-table": lambda doc, data: _rule(
+        doc, "arg_rules", data, data.draw(_NOT_A_TABLE)
+    ),
+    "arg_rules-unknown-key": _unknown_rule_keys,
+    "arg_rules-missing": _arg_rule_broken(_drop),
+    "arg_rules-tool": _arg_rule_broken(_set("tool", _NOT_A_STRING | st.just(""))),
+    "arg_rules-arg": _arg_rule_broken(_set("arg", _NOT_A_STRING | st.just(""))),
+    "arg_rules-no-check": _arg_rule_broken(_no_check),
+    "arg_rules-two-checks": _arg_rule_broken(_two_checks),
+    "arg_rules-check-value": _arg_rule_broken(_check_value),
+    "arg_rules-deny_regex-not-re2": _arg_rule_broken(_bad_deny_regex),
+    "arg_rules-reason": _arg_rule_broken(_reason_name),
+    "arg_rules-reason-type": _arg_rule_broken(_set("reason", _NOT_A_STRING)),
+    "schemas-not-a-table": _top("schemas", _NOT_A_TABLE),
+    "schemas-invalid": _in_table(
+        "schemas",
+        st.sampled_from([{"type": "nope"}, {"minLength": -1}, {"required": "q"}, {"type": 1}]),
+    ),
+    "rate_limit-broken": _sub(
+        "rate_limit",
+        st.sampled_from(
+            [
+                {"max_calls": 0},
+                {"max_calls": True},
+                {"window_s": 5},
+                {"max_calls": 2, "window_s": 0},
+                {"max_calls": 2, "key": "user"},
+                {"max_calls": 2, "burst": 1},
+            ]
+        )
+        | _NOT_A_TABLE,
+    ),
+    "screen-broken": _sub(
+        "screen",
+        st.sampled_from(
+            [
+                {"markers": []},
+                {"page_out_bytes": 10},
+                {"injection_markers": [""]},
+                {"tools": []},
+                {"tools": {"t": {"page_out_bytes": 1}}},
+            ]
+        )
+        | _NOT_A_TABLE,
+    ),
+}
+
+
+def _names_key(message: str, key: str) -> bool:
+    if key.endswith("*"):  # the key or one of its sub-keys
+        return message.startswith(f"policy: policy key '{key[:-1]}")
+    if key.endswith("}"):  # one of several unknown keys
+        head, alts = key[:-1].split("{")
+        return any(message.startswith(f"policy: policy key '{head}{a}'") for a in alts.split("|"))
+    return message.startswith(f"policy: policy key '{key}'")
+
+
+@pytest.mark.fak_theorem("D2.1", "D2.3")
+@pytest.mark.parametrize("case", sorted(_BREAKERS))
+@settings(max_examples=8)
+@given(policies, st.data(), st.sampled_from(["json", "toml"]))
+def test_a_document_broken_at_one_key_is_refused_naming_it(
+    case: str, policy: Policy, data: Any, fmt: str
+) -> None:
+    doc = policy_to_dict(policy)
+    doc = {
+        k: v
+        for k, v in doc.items()
+        if data.draw(st.booleans(), label=f"keep {k}") or k == "version"
+    }
+    key = _BREAKERS[case](doc, data)
+    text = json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc)
+    with pytest.raises(PolicyError) as info:
+        load_policy(text, fmt)
+    assert _names_key(str(info.value), key), (key, str(info.value))
+
+
+@pytest.mark.fak_theorem("D2.1", "D2.3")
+@given(policies, st.data())
+def test_an_unknown_key_is_refused_with_the_valid_keys_listed(policy: Policy, data: Any) -> None:
+    doc = policy_to_dict(policy)
+    extra = data.draw(st.sets(names.filter(lambda n: n not in _FIELDS), min_size=1, max_size=3))
+    text = json.dumps({**doc, **dict.fromkeys(extra, 1)})
+    with pytest.raises(PolicyError) as info:
+        load_policy(text, "json")
+    message = str(info.value)
+    assert any(message.startswith(f"policy: unknown policy key {k!r}; ") for k in extra)
+    assert message.endswith("valid keys: " + ", ".join(_FIELDS))
+
+
+@pytest.mark.fak_theorem("D2.1", "D2.3")
+@pytest.mark.parametrize("text", ["[]", "1", '"x"', "true", "null", "[{}]", "1.5"])
+def test_a_document_that_is_not_one_object_is_refused(text: str) -> None:
+    with pytest.raises(PolicyError, match=r"^policy: a policy must be a JSON object / TOML table"):
+        load_policy(text, "json")
+
+
+@pytest.mark.fak_theorem("D2.3")
+@given(policies, st.sampled_from(["json", "toml"]), st.integers(1, 50))
+def test_text_that_does_not_parse_is_refused_once_prefixed(
+    policy: Policy, fmt: str, cut: int
+) -> None:
+    text = dump_policy(policy, fmt)
+    broken = text[: max(1, len(text) - cut)] + ("{" if fmt == "json" else '\n[[x\n= "')
+    name = "JSON" if fmt == "json" else "TOML"
+    with pytest.raises(PolicyError, match=rf"^policy: not valid {name}"):
+        load_policy(broken, fmt)
+
+
+@pytest.mark.fak_theorem("D2.3")
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        (
+            {"arg_rules": [{"tool": "t", "arg": "a", "max_bytes": 0}]},
+            ArgRule("t", "a", max_bytes=0),
+        ),
+        (
+            {
+                "arg_rules": [
+                    {"tool": "t", "arg": "a", "max_bytes": 2**53, "reason": "DEFAULT_DENY"}
+                ]
+            },
+            ArgRule("t", "a", max_bytes=2**53, reason="DEFAULT_DENY"),
+        ),
+        (
+            {"arg_rules": [{"tool": "t", "arg": "a", "deny_regex": "x"}]},
+            ArgRule("t", "a", deny_regex="x"),
+        ),
+        (
+            {"arg_rules": [{"tool": "t", "arg": "a", "allow_glob": "*"}]},
+            ArgRule("t", "a", allow_glob="*"),
+        ),
+    ],
+)
+def test_limits_a_rule_accepts(doc: dict[str, Any], expected: ArgRule) -> None:
+    assert load_policy(json.dumps(doc), "json").arg_rules == (expected,)
+    assert load_policy(json.dumps({**doc, "version": "fak-policy/v1"}), "json").arg_rules == (
+        expected,
+    )

@@ -164,3 +164,29 @@ def test_a_policy_secret_pattern_screens_a_result_with_a_lone_surrogate() -> Non
         verdict = kernel.screen_text(ToolCall("read"), Result(Status.OK, text))
         assert "error" not in verdict.meta, verdict
         assert (verdict.kind == VerdictKind.QUARANTINE) == found, verdict
+
+
+@pytest.mark.fak_theorem("D2.6")
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(", "missing ): ("),
+        ("(a)\\1", "invalid escape sequence: \\1"),
+        ("é(", "missing ): é("),
+        ("a{2000}", "invalid repetition size: {2000}"),
+    ],
+)
+def test_a_refused_pattern_quotes_re2s_reason_as_text(pattern: str, reason: str) -> None:
+    with pytest.raises(PolicyError) as err:
+        load_policy(json.dumps({"secret_patterns": ["x", pattern]}), "json")
+    assert f"'secret_patterns[1]': invalid regular expression {pattern!r} for RE2 ({reason});" in (
+        str(err.value)
+    )
+
+
+@pytest.mark.fak_theorem("D2.6")
+@pytest.mark.parametrize("pattern", ["\ud800", "a\udfffb", "[\udc00-\udcff]"])
+def test_a_pattern_holding_a_lone_surrogate_is_refused_naming_its_key(pattern: str) -> None:
+    doc = {"arg_rules": [{"tool": "t", "arg": "a", "deny_regex": pattern}]}
+    with pytest.raises(PolicyError, match=r"'arg_rules\[0\]\.deny_regex'.*lone surrogate"):
+        load_policy(json.dumps(doc), "json")

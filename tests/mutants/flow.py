@@ -125,6 +125,44 @@ def floating_resolved() -> Any:
     )
 
 
+@mutant("F1.2/risk-unchecked")
+def risk_unchecked() -> Any:
+    """A body whose risk is not an object skips the node-entry check (the bug: a resealed
+    body with ``risk: "x"`` could carry any prompts, models and approvals)."""
+    return edited(
+        _runner._content_findings,
+        (
+            'return [*out, Finding("MALFORMED_MANIFEST", "manifest.risk", '
+            '"expected a risk object")]',
+            "pass",
+        ),
+        ("    if compiled.ok:\n", "    if compiled.ok and isinstance(risk, dict):\n"),
+    )
+
+
+@mutant("F1.2/declared-approval-overridden")
+def declared_approval_overridden() -> Any:
+    """A node's entry takes its approval from the risk alone, so a resealed body that lowers
+    it in both the risk and the entry drops an approval the snapshot's node asks for."""
+    from fak_core.flow.manifest import node_entries
+
+    return edited(node_entries, (" or by_id[i].approval_required", ""))
+
+
+@mutant("F1.2/requirements-unchecked")
+def requirements_unchecked() -> Any:
+    """The requirement entries the runner fetches are not compared with the snapshot's (the
+    bug: a resealed body could point a requirement at another file)."""
+    return edited(
+        _runner._content_findings,
+        (
+            "[requirement_entry(q, r) for q, r in zip(flow.requirements, revisions, strict=False)]",
+            "requirements",
+        ),
+        ("            else None,\n", "            else requirements,\n"),
+    )
+
+
 # ---------------------------------------------------------------------------------- F1.3
 @mutant("F1.3/resources-first")
 def resources_first() -> Any:

@@ -23,6 +23,7 @@ from fak_core.verdicts import KindRegistry, Verdict, VerdictKind
 from fak_core.view import CallView
 from pytest_fak import mutant
 from pytest_fak.pack import mutants as pack_mutants
+from tests.mutants.sourcepatch import edited
 
 _fold = importlib.import_module("fak_core.fold")
 _kernel = importlib.import_module("fak_core.kernel")
@@ -348,6 +349,25 @@ def unknown_reasons_pass() -> Any:
     return mock.patch.object(_policy, "_reason", reason)
 
 
+@mutant("D2.3/surrogate-pattern-crashes")
+def surrogate_pattern_crashes() -> Any:
+    """A policy pattern holding a lone surrogate escapes the loader as UnicodeEncodeError
+    instead of a PolicyError naming its key (the bug)."""
+    from fak_core.patterns import compile_policy_pattern
+
+    return edited(
+        compile_policy_pattern,
+        ("    except UnicodeEncodeError:  # RE2 reads UTF-8", "    except ():  # RE2 reads UTF-8"),
+    )
+
+
+@mutant("D2.3/origin-prefix-loose")
+def origin_prefix_loose() -> Any:
+    """An error is taken as already prefixed when it merely starts with the file's name, so
+    a file named like the start of a message (``pol``, ``policy``) is not named (the bug)."""
+    return edited(_policy.load_policy, ('startswith(f"{origin}: ")', "startswith(origin)"))
+
+
 # ---------------------------------------------------------------- C4.4 forgotten state
 @mutant("C4.4/lru-forgets")
 def lru_forgets() -> Any:
@@ -482,6 +502,7 @@ def inline_counts_characters() -> Any:
     from tests.mutants.sourcepatch import edited
 
     return edited(GatewayState._inline, ("args_nbytes(call.args)", "len(call.args)"))
+
 
 # ---------------------------------------------------------------- C4.5 result screen
 _admission = importlib.import_module("fak_core.admission")

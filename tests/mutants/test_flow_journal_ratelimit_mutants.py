@@ -12,6 +12,8 @@ import tests.mutants.flow
 import tests.mutants.journal
 import tests.mutants.ratelimit
 from fak_core.flow.compiler import _topological, compile_flow
+from fak_core.flow.manifest import node_entries
+from fak_core.flow.runner import _content_findings
 from fak_core.flow.task import launch_task
 from fak_core.journal import Journal
 from fak_core.kernel import Kernel
@@ -28,6 +30,8 @@ FUNCTIONS = (
     compile_flow,
     _topological,
     launch_task,
+    node_entries,
+    _content_findings,
     Journal.__init__,
     Journal._rotate,
     Journal._cut,
@@ -39,7 +43,7 @@ FUNCTIONS = (
 
 
 def test_the_three_modules_register_their_mutants() -> None:
-    assert len(IDS) == 41
+    assert len(IDS) == 44
     assert {i.split("/")[0] for i in IDS} == {
         "F1.1", "F1.2", "F1.3", "F1.4", "F1.5", "F1.6", "C1.1", "C1.2", "C1.3", "C1.4", "D9",
         "D9.1",
