@@ -40,7 +40,7 @@ from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
-from fak_core.fold import fold, fold_results
+from fak_core.fold import Witnessed, fold, fold_results, fold_results_witnessed
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
 from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
@@ -349,11 +349,22 @@ class Kernel:
 
     def decide(self, call: ToolCall) -> Verdict:
         """Fold the chain over ``call``; the raw verdict (REQUIRE_WITNESS unresolved)."""
+        return self._decide(call)[0]
+
+    def _decide(self, call: ToolCall) -> tuple[Verdict, Witnessed | None]:
+        """:meth:`decide`, and the fold's :class:`~fak_core.fold.Witnessed` on a
+        REQUIRE_WITNESS (what stands once its claims are confirmed)."""
         start = time.perf_counter_ns()
         view = self.view(call)
         v = fold(self._chains.get(call.tool, self._default_chain), view, self.kinds)
+        witnessed: Witnessed | None = view.witnessed if v.kind == _WITNESS else None
         if view._settle is not None:
-            view.settle(v.kind == _ALLOW or v.kind == _TRANSFORM or v.kind == _WITNESS)
+            after = witnessed.after if witnessed is not None else None
+            view.settle(
+                v.kind == _ALLOW
+                or v.kind == _TRANSFORM
+                or (v.kind == _WITNESS and (after is None or after.kind == _TRANSFORM))
+            )
         elapsed = time.perf_counter_ns() - start
         c = self.counters
         c.decisions += 1
@@ -364,11 +375,37 @@ class Kernel:
             self._emit(EventKind.DECIDE, call, v, elapsed_ns=elapsed)
             if v.kind == _DENY:
                 self._emit(EventKind.DENY, call, v)
-        return v
+        return v, witnessed
 
-    def resolve_witness(self, call: ToolCall, verdict: Verdict) -> Verdict:
-        """Turn REQUIRE_WITNESS into ALLOW (a resolver confirmed) or DENY (none did)."""
-        claim = verdict.claim
+    def resolve_witness(
+        self, call: ToolCall, verdict: Verdict, witnessed: Witnessed | None = None
+    ) -> Verdict:
+        """Settle a REQUIRE_WITNESS: DENY unless a resolver confirms every claim, and then
+        the fold of the other opinions (``witnessed.after``; ALLOW by ``witness`` when none
+        is above ALLOW), never less restrictive than that fold (D8.1)."""
+        opinions = witnessed.opinions if witnessed is not None else (verdict,)
+        confirmed: dict[str, str] | None = None
+        seen: set[str] = set()
+        for opinion in opinions:
+            claim = opinion.claim
+            if claim in seen:
+                continue
+            seen.add(claim)
+            rid_or_refusal = self._resolve_claim(call, claim)
+            if isinstance(rid_or_refusal, Verdict):
+                return rid_or_refusal
+            if confirmed is None:
+                confirmed = {"witness": "confirmed", "resolver": rid_or_refusal, "claim": claim}
+        meta = confirmed or {"witness": "confirmed", "claim": verdict.claim}
+        after = witnessed.after if witnessed is not None else None
+        if after is None or after.kind == _ALLOW:
+            return Verdict.allow("witness", meta=meta)
+        # the other opinion's own metadata stays as it is; the witness is noted beside it
+        noted = {f"witness_{k}" if k != "witness" else k: v for k, v in meta.items()}
+        return after._replace(meta=frozen_meta({**after.meta, **noted}))
+
+    def _resolve_claim(self, call: ToolCall, claim: str) -> str | Verdict:
+        """The id of the first resolver (in id order) that confirms ``claim``, or the DENY."""
         refuted = False
         for rid, resolver in tuple(self._witnesses):
             try:
@@ -376,9 +413,7 @@ class Kernel:
             except Exception:
                 outcome = WitnessOutcome.ABSTAIN
             if outcome == WitnessOutcome.CONFIRMED:
-                return Verdict.allow(
-                    "witness", meta={"witness": "confirmed", "resolver": rid, "claim": claim}
-                )
+                return rid
             if outcome == WitnessOutcome.REFUTED:
                 refuted = True
         if refuted:
@@ -421,16 +456,18 @@ class Kernel:
         self.counters.submits += 1
         if self._subscribers:
             self._emit(EventKind.SUBMIT, call)
-        verdict = self.decide(call)
+        verdict, witnessed = self._decide(call)
         kind = verdict.kind
         if kind == _WITNESS:
-            verdict = self.resolve_witness(call, verdict)
+            verdict = self.resolve_witness(call, verdict, witnessed)
             kind = verdict.kind
+            if self._subscribers:  # the settled decision is a decision too (journaled, C1.5)
+                self._emit(EventKind.WITNESS, call, verdict)
             if kind == _DENY:
                 self.counters.denies += 1
                 if self._subscribers:
                     self._emit(EventKind.DENY, call, verdict)
-        elif kind >= EXTENSION_KIND_MIN and self.kinds.fallback(kind) == _ALLOW:
+        if kind >= EXTENSION_KIND_MIN and self.kinds.fallback(kind) == _ALLOW:
             kind = _ALLOW  # a registered extension kind that declared ALLOW as its fallback
         if kind == _TRANSFORM:
             self.counters.transforms += 1
@@ -536,10 +573,10 @@ class Kernel:
         if result is None:
             result = Result(Status.OK, "")
         chain = self._result_chains.get(call.tool, self._default_result_chain)
-        v = fold_results(chain, call, result, self.kinds)
+        v, witnessed = fold_results_witnessed(chain, call, result, self.kinds)
         kind = v.kind
         if kind == _WITNESS:
-            v = self.resolve_witness(call, v)
+            v = self.resolve_witness(call, v, witnessed)
             kind = v.kind
         if kind == _DENY:
             self.counters.result_denies += 1
