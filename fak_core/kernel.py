@@ -383,26 +383,31 @@ class Kernel:
         """Settle a REQUIRE_WITNESS: DENY unless a resolver confirms every claim, and then
         the fold of the other opinions (``witnessed.after``; ALLOW by ``witness`` when none
         is above ALLOW), never less restrictive than that fold (D8.1)."""
-        opinions = witnessed.opinions if witnessed is not None else (verdict,)
-        confirmed: dict[str, str] | None = None
-        seen: set[str] = set()
-        for opinion in opinions:
-            claim = opinion.claim
-            if claim in seen:
-                continue
-            seen.add(claim)
-            rid_or_refusal = self._resolve_claim(call, claim)
-            if isinstance(rid_or_refusal, Verdict):
-                return rid_or_refusal
-            if confirmed is None:
-                confirmed = {"witness": "confirmed", "resolver": rid_or_refusal, "claim": claim}
-        meta = confirmed or {"witness": "confirmed", "claim": verdict.claim}
-        after = witnessed.after if witnessed is not None else None
-        if after is None or after.kind == _ALLOW:
+        opinions = (verdict,) if witnessed is None else witnessed.opinions
+        meta: dict[str, str] = {}
+        for claim in dict.fromkeys(o.claim for o in opinions):  # each distinct claim, in order
+            answer = self._resolve_claim(call, claim)
+            if isinstance(answer, Verdict):
+                return answer
+            meta = meta or {"witness": "confirmed", "resolver": answer, "claim": claim}
+        after = None if witnessed is None else witnessed.after
+        if after is None:
             return Verdict.allow("witness", meta=meta)
         # the other opinion's own metadata stays as it is; the witness is noted beside it
-        noted = {f"witness_{k}" if k != "witness" else k: v for k, v in meta.items()}
-        return after._replace(meta=frozen_meta({**after.meta, **noted}))
+        noted = {"witness": "confirmed", "witness_resolver": meta["resolver"]}
+        return after._replace(
+            meta=frozen_meta({**after.meta, **noted, "witness_claim": meta["claim"]})
+        )
+
+    def _settle_witness(
+        self, call: ToolCall, verdict: Verdict, witnessed: Witnessed | None
+    ) -> Verdict:
+        """Resolve the decision's REQUIRE_WITNESS and tell the subscribers what it settled
+        to (a WITNESS event: the journal's row of it, C1.5)."""
+        settled = self.resolve_witness(call, verdict, witnessed)
+        if self._subscribers:
+            self._emit(EventKind.WITNESS, call, settled)
+        return settled
 
     def _resolve_claim(self, call: ToolCall, claim: str) -> str | Verdict:
         """The id of the first resolver (in id order) that confirms ``claim``, or the DENY."""
@@ -459,10 +464,8 @@ class Kernel:
         verdict, witnessed = self._decide(call)
         kind = verdict.kind
         if kind == _WITNESS:
-            verdict = self.resolve_witness(call, verdict, witnessed)
+            verdict = self._settle_witness(call, verdict, witnessed)
             kind = verdict.kind
-            if self._subscribers:  # the settled decision is a decision too (journaled, C1.5)
-                self._emit(EventKind.WITNESS, call, verdict)
             if kind == _DENY:
                 self.counters.denies += 1
                 if self._subscribers:

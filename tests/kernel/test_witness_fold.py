@@ -99,6 +99,7 @@ def _answer_sets(opinions: list[str]) -> list[dict[str, WitnessOutcome]]:
 
 
 # ---------------------------------------------------------------- the decision path
+@pytest.mark.fak_theorem("D8")
 @pytest.mark.fak_theorem("D8.1")
 @pytest.mark.parametrize("floor_allows", [True, False])
 def test_decision_path_every_chain_and_answer(floor_allows: bool) -> None:
@@ -133,10 +134,24 @@ def test_decision_path_every_chain_and_answer(floor_allows: bool) -> None:
                 elif winner == "unwitnessed":
                     assert (v.reason, v.by) == (Reason.UNWITNESSED, "witness"), case
                 elif winner == "witness":
-                    assert v.by == "witness" and v.meta["witness"] == "confirmed", case
+                    assert v.by == "witness", case
+                    assert dict(v.meta) == {
+                        "witness": "confirmed",
+                        "resolver": "r",
+                        "claim": asked[0],
+                    }, case
                 elif asked:  # confirmed, and another opinion stands: it is answered
-                    assert v.by == _verdict(winner).by, case
-                    assert v.meta["witness"] == "confirmed", case
+                    own = _verdict(winner)
+                    assert (v.by, v.reason, v.payload) == (own.by, own.reason, own.payload)
+                    assert dict(v.meta) == {
+                        **own.meta,
+                        "witness": "confirmed",
+                        "witness_resolver": "r",
+                        "witness_claim": asked[0],
+                    }, case
+                if winner in ("refuted", "unwitnessed"):
+                    word = winner
+                    assert dict(v.meta) == {"witness": word, "claim": asked[-1]}, case
                 if asked and winner not in ("refuted", "unwitnessed"):
                     # the claim of D8.1: never less restrictive than the others' fold
                     others = [o for o in opinions if not o.startswith("W")]
@@ -164,6 +179,7 @@ def _screen(name: str) -> str:
     return {"clean": "ALLOW", "injected": "QUARANTINE", "oversize": "TRANSFORM"}[name]
 
 
+@pytest.mark.fak_theorem("D8")
 @pytest.mark.fak_theorem("D8.1")
 @pytest.mark.parametrize("payload", sorted(PAYLOADS))
 def test_result_admission_every_opinion_and_answer(payload: str) -> None:
@@ -203,3 +219,21 @@ def test_result_admission_every_opinion_and_answer(payload: str) -> None:
                     assert v.kind == K.ALLOW and out.payload == text, case
                 if asked and kind != "DENY":
                     assert v.meta["witness"] == "confirmed", case
+
+
+@pytest.mark.fak_theorem("D8")
+@pytest.mark.fak_theorem("D8.1")
+def test_resolve_witness_without_the_fold() -> None:
+    """A host asking ``resolve_witness`` with the verdict alone gets D8's lone answer."""
+    for answer in ANSWERS:
+        k = Kernel(Policy(allow=("wire",)))
+        resolver = _Resolver()
+        resolver.answers = {"claim-a": answer}
+        k.add_witness_resolver("r", resolver)
+        v = k.resolve_witness(ToolCall("wire", "{}", "t"), _verdict("Wa"))
+        if answer is WitnessOutcome.CONFIRMED:
+            wanted = {"witness": "confirmed", "resolver": "r", "claim": "claim-a"}
+            assert (v.kind, v.by, dict(v.meta)) == (K.ALLOW, "witness", wanted)
+        else:
+            assert v.kind == K.DENY and v.by == "witness", (answer, v)
+        assert resolver.asked == ["claim-a"]

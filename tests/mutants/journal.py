@@ -185,4 +185,4 @@ def witness_unjournaled() -> Any:
 @mutant("C1.5/kernel-keeps-settlement-quiet")
 def kernel_keeps_settlement_quiet() -> Any:
     """The kernel settles a REQUIRE_WITNESS without telling its subscribers."""
-    return edited(Kernel.authorize, ("self._emit(EventKind.WITNESS, call, verdict)", "pass"))
+    return edited(Kernel._settle_witness, ("self._emit(EventKind.WITNESS, call, settled)", "pass"))
