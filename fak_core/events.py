@@ -21,6 +21,8 @@ class EventKind(StrEnum):
     QUARANTINE = "quarantine"
     RESULT_DENY = "result_deny"
     ADMIT = "admit"
+    #: A REQUIRE_WITNESS settled by the resolvers: the verdict the call is answered with.
+    WITNESS = "witness"
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,7 +125,13 @@ CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NU
 _FIELDS = ("seq", "ts", "event", "trace", "tool", "args_digest", "verdict", "reason", "by")
 _STORED_FIELDS = _FIELDS[2:]
 _RECORDED = frozenset(
-    {EventKind.DECIDE, EventKind.ADMIT, EventKind.QUARANTINE, EventKind.RESULT_DENY}
+    {
+        EventKind.DECIDE,
+        EventKind.WITNESS,
+        EventKind.ADMIT,
+        EventKind.QUARANTINE,
+        EventKind.RESULT_DENY,
+    }
 )
 
 

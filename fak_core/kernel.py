@@ -40,7 +40,7 @@ from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
-from fak_core.fold import fold, fold_results
+from fak_core.fold import Witnessed, fold, fold_results, fold_results_witnessed
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
 from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
@@ -354,11 +354,22 @@ class Kernel:
 
     def decide(self, call: ToolCall) -> Verdict:
         """Fold the chain over ``call``; the raw verdict (REQUIRE_WITNESS unresolved)."""
+        return self._decide(call)[0]
+
+    def _decide(self, call: ToolCall) -> tuple[Verdict, Witnessed | None]:
+        """:meth:`decide`, and the fold's :class:`~fak_core.fold.Witnessed` on a
+        REQUIRE_WITNESS (what stands once its claims are confirmed)."""
         start = time.perf_counter_ns()
         view = self.view(call)
         v = fold(self._chains.get(call.tool, self._default_chain), view, self.kinds)
+        witnessed: Witnessed | None = view.witnessed if v.kind == _WITNESS else None
         if view._settle is not None:
-            view.settle(v.kind == _ALLOW or v.kind == _TRANSFORM or v.kind == _WITNESS)
+            after = witnessed.after if witnessed is not None else None
+            view.settle(
+                v.kind == _ALLOW
+                or v.kind == _TRANSFORM
+                or (v.kind == _WITNESS and (after is None or after.kind == _TRANSFORM))
+            )
         elapsed = time.perf_counter_ns() - start
         c = self.counters
         c.decisions += 1
@@ -369,11 +380,42 @@ class Kernel:
             self._emit(EventKind.DECIDE, call, v, elapsed_ns=elapsed)
             if v.kind == _DENY:
                 self._emit(EventKind.DENY, call, v)
-        return v
+        return v, witnessed
 
-    def resolve_witness(self, call: ToolCall, verdict: Verdict) -> Verdict:
-        """Turn REQUIRE_WITNESS into ALLOW (a resolver confirmed) or DENY (none did)."""
-        claim = verdict.claim
+    def resolve_witness(
+        self, call: ToolCall, verdict: Verdict, witnessed: Witnessed | None = None
+    ) -> Verdict:
+        """Settle a REQUIRE_WITNESS: DENY unless a resolver confirms every claim, and then
+        the fold of the other opinions (``witnessed.after``; ALLOW by ``witness`` when none
+        is above ALLOW), never less restrictive than that fold (D8.1)."""
+        opinions = (verdict,) if witnessed is None else witnessed.opinions
+        meta: dict[str, str] = {}
+        for claim in dict.fromkeys(o.claim for o in opinions):  # each distinct claim, in order
+            answer = self._resolve_claim(call, claim)
+            if isinstance(answer, Verdict):
+                return answer
+            meta = meta or {"witness": "confirmed", "resolver": answer, "claim": claim}
+        after = None if witnessed is None else witnessed.after
+        if after is None:
+            return Verdict.allow("witness", meta=meta)
+        # the other opinion's own metadata stays as it is; the witness is noted beside it
+        noted = {"witness": "confirmed", "witness_resolver": meta["resolver"]}
+        return after._replace(
+            meta=frozen_meta({**after.meta, **noted, "witness_claim": meta["claim"]})
+        )
+
+    def _settle_witness(
+        self, call: ToolCall, verdict: Verdict, witnessed: Witnessed | None
+    ) -> Verdict:
+        """Resolve the decision's REQUIRE_WITNESS and tell the subscribers what it settled
+        to (a WITNESS event: the journal's row of it, C1.5)."""
+        settled = self.resolve_witness(call, verdict, witnessed)
+        if self._subscribers:
+            self._emit(EventKind.WITNESS, call, settled)
+        return settled
+
+    def _resolve_claim(self, call: ToolCall, claim: str) -> str | Verdict:
+        """The id of the first resolver (in id order) that confirms ``claim``, or the DENY."""
         refuted = False
         for rid, resolver in tuple(self._witnesses):
             try:
@@ -381,9 +423,7 @@ class Kernel:
             except Exception:
                 outcome = WitnessOutcome.ABSTAIN
             if outcome == WitnessOutcome.CONFIRMED:
-                return Verdict.allow(
-                    "witness", meta={"witness": "confirmed", "resolver": rid, "claim": claim}
-                )
+                return rid
             if outcome == WitnessOutcome.REFUTED:
                 refuted = True
         if refuted:
@@ -426,16 +466,16 @@ class Kernel:
         self.counters.submits += 1
         if self._subscribers:
             self._emit(EventKind.SUBMIT, call)
-        verdict = self.decide(call)
+        verdict, witnessed = self._decide(call)
         kind = verdict.kind
         if kind == _WITNESS:
-            verdict = self.resolve_witness(call, verdict)
+            verdict = self._settle_witness(call, verdict, witnessed)
             kind = verdict.kind
             if kind == _DENY:
                 self.counters.denies += 1
                 if self._subscribers:
                     self._emit(EventKind.DENY, call, verdict)
-        elif kind >= EXTENSION_KIND_MIN and self.kinds.fallback(kind) == _ALLOW:
+        if kind >= EXTENSION_KIND_MIN and self.kinds.fallback(kind) == _ALLOW:
             kind = _ALLOW  # a registered extension kind that declared ALLOW as its fallback
         if kind == _TRANSFORM:
             self.counters.transforms += 1
@@ -541,10 +581,10 @@ class Kernel:
         if result is None:
             result = Result(Status.OK, "")
         chain = self._result_chains.get(call.tool, self._default_result_chain)
-        v = fold_results(chain, call, result, self.kinds)
+        v, witnessed = fold_results_witnessed(chain, call, result, self.kinds)
         kind = v.kind
         if kind == _WITNESS:
-            v = self.resolve_witness(call, v)
+            v = self.resolve_witness(call, v, witnessed)
             kind = v.kind
         if kind == _DENY:
             self.counters.result_denies += 1

@@ -20,7 +20,7 @@ class CallView:
     (``error`` then says why). Parsing happens once per decision, whoever asks first.
     """
 
-    __slots__ = ("_args", "_settle", "call", "error", "max_bytes", "max_depth")
+    __slots__ = ("_args", "_settle", "call", "error", "max_bytes", "max_depth", "witnessed")
 
     def __init__(
         self,
@@ -34,6 +34,9 @@ class CallView:
         self.error: ArgsError | None = None
         self._args: Any = _UNPARSED
         self._settle: list[Callable[[bool], None]] | None = None
+        #: Set by the fold when it concludes REQUIRE_WITNESS: ``(opinions, after)``, every
+        #: REQUIRE_WITNESS opinion and the fold of the others (None: nothing above ALLOW).
+        self.witnessed: Any = None
 
     def on_settle(self, fn: Callable[[bool], None]) -> None:
         """Run ``fn(allowed)`` once the fold has concluded (to release reservations)."""

@@ -174,6 +174,8 @@ def check_admission(
         "witness-refuted": 40,
     }[extra]
     winner = extra if extra_rank > screen_rank else "screen"
+    if extra == "witness-confirmed":
+        winner = "screen"  # D8.1: a confirmation settles its own opinion; the screen's stands
     if winner == "screen":
         outcome = screen
     elif winner in ("deny", "deny-no-reason", "witness-refuted"):
@@ -258,7 +260,12 @@ def check_admission(
                 assert len(k.held) == 0, case
         elif outcome == "page":
             ref = page_ref(text)
-            assert v.kind == VerdictKind.TRANSFORM and dict(v.meta) == {"paged": ref}, case
+            noted = (
+                {"witness": "confirmed", "witness_resolver": "r", "witness_claim": "looks fine"}
+                if extra == "witness-confirmed"
+                else {}
+            )
+            assert v.kind == VerdictKind.TRANSFORM and dict(v.meta) == {"paged": ref, **noted}
             wanted = {"_paged": True, "ref": ref, "len": nbytes(text), "hint": "oversize"}
             assert json.loads(out.payload) == wanted, case
             assert dict(out.meta) == {**given_meta, "admit": "transformed"}, case
@@ -295,8 +302,6 @@ def test_every_admission_outcome() -> None:
                     )
                 ]
             )
-            if extra.startswith("witness") and name.startswith(("secret", "phrase", "surr")):
-                continue  # a confirmed witness outranks the screen's quarantine (see CAVEATS)
             for producer, tool in pairs:
                 i += 1
                 check_admission(name, payload, extra, producer, tool, i % 2 == 0)

@@ -172,3 +172,17 @@ def backlog_bound_ignored() -> Any:
 def field_uncapped() -> Any:
     """Stored fields are kept whole: a 60 KB trace id costs 60 KB in every row."""
     return mock.patch.object(_journal, "_stored", lambda value: (str(value), len(str(value))))
+
+
+@mutant("C1.5/witness-unjournaled")
+def witness_unjournaled() -> Any:
+    """The journal records the REQUIRE_WITNESS decision but not what the resolver settled
+    (the gap: a witness-resolver ALLOW had no row)."""
+    recorded = frozenset(k for k in _journal._RECORDED if k.value != "witness")
+    return mock.patch.object(_journal, "_RECORDED", recorded)
+
+
+@mutant("C1.5/kernel-keeps-settlement-quiet")
+def kernel_keeps_settlement_quiet() -> Any:
+    """The kernel settles a REQUIRE_WITNESS without telling its subscribers."""
+    return edited(Kernel._settle_witness, ("self._emit(EventKind.WITNESS, call, settled)", "pass"))

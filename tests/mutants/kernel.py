@@ -181,11 +181,44 @@ def transform_ignored() -> Any:
 def abstain_confirms() -> Any:
     """A witness resolver that abstains (or none at all) counts as a confirmation."""
 
-    def resolve_witness(self: Any, call: ToolCall, verdict: Verdict) -> Verdict:
+    def resolve_witness(
+        self: Any, call: ToolCall, verdict: Verdict, witnessed: Any = None
+    ) -> Verdict:
         for _, resolver in tuple(self._witnesses):
             if resolver.resolve(call, verdict.claim) == WitnessOutcome.REFUTED:
                 return Verdict.deny(Reason.TRUST_VIOLATION, "witness")
         return Verdict.allow("witness")
+
+    return mock.patch.object(_kernel.Kernel, "resolve_witness", resolve_witness)
+
+
+_real_resolve_witness = _kernel.Kernel.resolve_witness
+
+
+@mutant("D8.1/confirm-replaces-fold")
+def confirm_replaces_fold() -> Any:
+    """A confirmation answers ALLOW whatever the other opinions were (the original bug:
+    a screen's QUARANTINE or a TRANSFORM beside a REQUIRE_WITNESS is dropped)."""
+
+    def resolve_witness(
+        self: Any, call: ToolCall, verdict: Verdict, witnessed: Any = None
+    ) -> Verdict:
+        dropped = None if witnessed is None else witnessed._replace(after=None)
+        return _real_resolve_witness(self, call, verdict, dropped)
+
+    return mock.patch.object(_kernel.Kernel, "resolve_witness", resolve_witness)
+
+
+@mutant("D8.1/first-claim-only")
+def first_claim_only() -> Any:
+    """Only the winning REQUIRE_WITNESS opinion's claim is asked; later claims pass unasked."""
+
+    def resolve_witness(
+        self: Any, call: ToolCall, verdict: Verdict, witnessed: Any = None
+    ) -> Verdict:
+        if witnessed is not None:
+            witnessed = witnessed._replace(opinions=witnessed.opinions[:1])
+        return _real_resolve_witness(self, call, verdict, witnessed)
 
     return mock.patch.object(_kernel.Kernel, "resolve_witness", resolve_witness)
 
