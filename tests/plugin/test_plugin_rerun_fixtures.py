@@ -92,3 +92,37 @@ def test_a_witness_using_fixtures_does_not_change_what_the_exact_witness_kills(
     assert g["unmeasured"] == [], g["unmeasured"]
     assert g["killed"] == g["generated"] - 2
     assert t["verdict"] == "VACUOUS"
+
+
+SAMPLE = "tests.plugin.mutation_sample"
+
+
+def test_a_mutant_goes_into_the_real_function_even_when_its_name_is_patched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.plugin import mutation_sample as sample
+
+    (m,) = [m for m in generate(f"{SAMPLE}:arith").mutants if m.operator == "arith"]
+    real = sample.arith
+    own = real.__code__
+
+    def spy(x: int) -> int:  # a closure over `real`
+        return real(x)
+
+    monkeypatch.setattr(sample, "arith", spy)
+    with m.applied():
+        assert real(1) == 0  # x + 1 became x - 1 in the function generate() found
+        assert spy(1) == 0
+        assert spy.__code__ is not real.__code__
+    assert real.__code__ is own
+    assert real(1) == 2
+
+
+def test_a_mutant_refuses_a_function_that_is_not_running_its_own_code() -> None:
+    from pytest_fak.generated import MutantApplyError
+
+    first, second = [m for m in generate(f"{SAMPLE}:compare").mutants][:2]
+    with first.applied():
+        with pytest.raises(MutantApplyError, match="not running its own code"):
+            with second.applied():
+                pass  # pragma: no cover
