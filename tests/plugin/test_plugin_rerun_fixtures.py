@@ -122,7 +122,9 @@ def test_a_mutant_refuses_a_function_that_is_not_running_its_own_code() -> None:
     from pytest_fak.generated import MutantApplyError
 
     first, second = [m for m in generate(f"{SAMPLE}:compare").mutants][:2]
-    with first.applied():
-        with pytest.raises(MutantApplyError, match="not running its own code"):
-            with second.applied():
-                pass  # pragma: no cover
+    with (
+        first.applied(),
+        pytest.raises(MutantApplyError, match="not running its own code"),
+        second.applied(),
+    ):
+        pass  # pragma: no cover
