@@ -66,7 +66,7 @@ class GeneratedMutant:
 
     @contextlib.contextmanager
     def applied(self) -> Iterator[None]:
-        target = _target(self.symbol)
+        target = _real_target(self.symbol)
         code = _compile(target, self._source, self._def_line, self.symbol)
         _COMPILED.clear()
         _COMPILED[self.id] = code
@@ -104,6 +104,29 @@ def _target(symbol: str) -> FunctionType:
     fn = function_of(lookup(symbol))
     if fn is None:
         raise SymbolError(f"{symbol!r} is not a function")
+    return fn
+
+
+_REAL: dict[str, tuple[FunctionType, CodeType]] = {}
+
+
+def _real_target(symbol: str) -> FunctionType:
+    """The function :func:`generate` found for ``symbol``, checked to run its own code.
+
+    The name is not looked up again when a mutant is applied: a witness (or a fixture of
+    any scope) may have replaced the module attribute by then (``monkeypatch.setattr`` of
+    a spy, ``mock.patch``), and the mutant would go into the replacement (a closure is
+    BROKEN, a plain function a mutant of the wrong code). A function that is not running
+    its own code (another mutant or a patch of ``__code__`` in force) is refused."""
+    real = _REAL.get(symbol)
+    if real is None:
+        return _target(symbol)
+    fn, code = real
+    if fn.__code__ is not code:
+        raise MutantApplyError(
+            f"{symbol} is not running its own code (another mutant or a patch of its "
+            "__code__ is in force): a mutant applied now would not start from the real code"
+        )
     return fn
 
 
@@ -149,6 +172,8 @@ def generate(symbol: str) -> Generation:
     from pytest_fak.symbols import source_hash
 
     fn = _target(symbol)
+    if _REAL.get(symbol, (None,))[0] is not fn:  # keep the code first seen (no mutant)
+        _REAL[symbol] = (fn, fn.__code__)
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError):

@@ -410,8 +410,6 @@ class ProofSession:
                     with self.quarantine.window():
                         outcome = self._under_mutant(item, g, limit)
                     gen["generated"][g.id] = outcome
-                    if outcome in kills:
-                        phase.record_kill(theorems, g.id)
                 gen["generated_runs"] = len(todo)
                 gen["generated_seconds"] = round(time.perf_counter() - started, 3)
             fresh = {} if gen is None else {g.id: gen["generated"][g.id] for g in todo}
@@ -429,6 +427,12 @@ class ProofSession:
                     for k, v in fresh.items():
                         if v in kills and gen is not None:
                             gen["generated"][k] = verdicts.INCONCLUSIVE
+            if phase is not None and gen is not None:
+                # only a kill the control run confirmed spares the other witnesses the
+                # mutant (a witness that fails its own re-run must not hide it from them)
+                for k in fresh:
+                    if gen["generated"][k] in kills:
+                        phase.record_kill(theorems, k)
         finally:
             budget.__exit__(None, None, None)
             if hyp_loaded:
