@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fak import ci, hyp, inputs, report, verdicts
+from pytest_fak import ci, hyp, inputs, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
@@ -416,8 +416,10 @@ class ProofSession:
                 gen["generated_seconds"] = round(time.perf_counter() - started, 3)
             fresh = {} if gen is None else {g.id: gen["generated"][g.id] for g in todo}
             if verdicts.KILLED in out.values() or any(v in kills for v in fresh.values()):
-                # Control: a kill only counts if the witness passes when re-run unbroken.
+                # Control: a kill only counts if the witness passes when re-run unbroken
+                # (its fixtures built again without any mutant).
                 try:
+                    self._restore_fixtures(item)
                     item.runtest()
                 except (KeyboardInterrupt, SystemExit):
                     raise
@@ -433,7 +435,17 @@ class ProofSession:
             budget.__exit__(None, None, None)
             if hyp_loaded:
                 hyp.load_profile(hyp.PROFILE)
+            # pytest tears the item down after this: leave it fixtures built unmutated
+            with contextlib.suppress(Exception):
+                self._restore_fixtures(item)
         return out, gen
+
+    @staticmethod
+    def _restore_fixtures(item: pytest.Item) -> None:
+        """Build the item's function-scoped fixtures without any mutant, if the mutant
+        re-runs tore them down (no-op when they are in place)."""
+        if rebuild.can_rebuild(item) and not rebuild.is_built(item):
+            rebuild.setup(item)
 
     @staticmethod
     def _under_mutant(item: pytest.Item, m: Any, limit: float | None = None) -> str:
@@ -442,6 +454,11 @@ class ProofSession:
         With a ``limit`` (generated mutants), a run past it is killed by ``timeout`` (the
         mutant hangs the code). A run Hypothesis refused (a health check, unsatisfiable
         inputs) is inconclusive, not a kill."""
+        fresh = rebuild.can_rebuild(item)
+        if fresh:
+            # the fixtures built without the mutant go; the next ones are built inside it
+            with contextlib.suppress(Exception):
+                rebuild.teardown(item)
         cm = m.applied()
         try:
             cm.__enter__()
@@ -452,6 +469,10 @@ class ProofSession:
         outcome = verdicts.SURVIVED
         try:
             with deadline(limit) if limit is not None else contextlib.nullcontext():
+                if fresh:
+                    # a fixture the mutant breaks is a failure the witness shows (the
+                    # control run checks the fixtures build without it)
+                    rebuild.setup(item)
                 item.runtest()
         except MutantTimeout:
             outcome = TIMEOUT
@@ -465,6 +486,10 @@ class ProofSession:
             # the mutant is no counterexample: the property was never checked
             refused = _error_kind(pytest.ExceptionInfo.from_exception(exc))
             outcome = verdicts.INCONCLUSIVE if refused else verdicts.KILLED
+        if fresh:
+            # torn down inside the mutant, as they were built; their errors are not kills
+            with contextlib.suppress(Exception):
+                rebuild.teardown(item)
         try:
             cm.__exit__(None, None, None)
         except (KeyboardInterrupt, SystemExit):
