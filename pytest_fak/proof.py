@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_fak import ci, hyp, inputs, rebuild, report, verdicts
-from pytest_fak.anchors import AnchorProbe
+from pytest_fak.anchors import AnchorProbe, unmeasured
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
     MODES,
@@ -100,7 +100,10 @@ class ProofSession:
         self.dirs = self._theorem_dirs()
         self.index, self.errors = load_theorems(self.dirs)
         self.selection = Selection(config, self.index)
-        self._import_mutant_modules()
+        # without proof mode the mutant modules are not imported: the user's coverage
+        # gets what importing them ran elsewhere, nothing of their own lines
+        with unmeasured(self._mutant_module_files):
+            self._import_mutant_modules()
         self.fail_on = self._fail_on()
         self.mutant_examples = int(config.getoption("fak_mutant_examples"))
         self.max_examples = _max_examples(config)
@@ -208,6 +211,11 @@ class ProofSession:
             f"pytest-fak {__version__} ({code.hexdigest()[:16]}); hypothesis {hv}; "
             f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}"
         )
+
+    def _mutant_module_files(self) -> list[str]:
+        names = {m for t in self.index for m in t.mutant_modules}
+        mods = [sys.modules.get(n) for n in names]
+        return [str(f) for m in mods if m is not None and (f := getattr(m, "__file__", None))]
 
     def _import_mutant_modules(self) -> None:
         for name in sorted({m for t in self.index for m in t.mutant_modules}):
@@ -342,10 +350,6 @@ class ProofSession:
         try:
             with counter, budget:
                 if anchored:
-                    # pytest-cov registers its per-test context switcher at session start.
-                    self.probe.pytest_cov_contexts = self.config.pluginmanager.has_plugin(
-                        "_cov_contexts"
-                    )
                     self.probe.begin(item.nodeid)
                 try:
                     res = yield
@@ -353,13 +357,17 @@ class ProofSession:
                     if anchored:
                         self.probe.end(item.nodeid)
         except BaseException:
+            self.probe.finish()
             ev["examples"] = counter.examples
             if counter.failure:
                 ev["hypothesis"] = dict(counter.failure)
             raise
         ev["examples"] = counter.examples
         baseline = time.perf_counter() - started
-        ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
+        try:
+            ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
+        finally:
+            self.probe.finish()  # the user's coverage (if any) resumes for the teardown
         if generated is not None:
             ev.update(generated)
         # JUnit: what this witness did (the theorems' verdicts are testcases of their own)
@@ -599,8 +607,7 @@ class ProofSession:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        # Innermost wrapper: read the anchor lines right after the tests ran, before
-        # pytest-cov's own wrapper stops, saves and resets the shared measurement.
+        # Innermost wrapper: read the anchor lines right after the tests ran.
         try:
             return (yield)
         finally:

@@ -1,8 +1,8 @@
-"""pytester tests that need a fresh interpreter: xdist, pytest-cov, and `fak proofs check`."""
+"""pytester tests that need a fresh interpreter: xdist and `fak proofs check` (pytest-cov:
+test_plugin_coverage.py)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -33,27 +33,6 @@ def test_clamp_high():
         "test_clamp.py::test_clamp_high",
         "test_clamp.py::test_clamp_in_range",
     ]
-
-
-def _total(pytester: pytest.Pytester, *args: str) -> float:
-    res = pytester.runpytest_subprocess("--cov=clamplib", "--cov-report=json:cov.json", *args)
-    assert res.ret == 0, res.stdout.str()
-    data = json.loads((pytester.path / "cov.json").read_text())
-    return float(data["totals"]["percent_covered"])
-
-
-def test_pytest_cov_totals_do_not_drop_and_anchors_are_measured(pytester: pytest.Pytester) -> None:
-    make_project(pytester)
-    plain = _total(pytester)
-    proof = _total(pytester, "--fak-theorems")
-    proof_ctx = _total(pytester, "--fak-theorems", "--cov-context=test")
-    assert plain > 0
-    assert proof >= plain
-    assert proof_ctx >= plain
-    t = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())["theorems"][0]
-    assert t["verdict"] == "PROVEN", t["reasons"]
-    env = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())["environment"]
-    assert env["anchor_measurement"] == ["shared"]
 
 
 def test_proofs_check_reports_an_edited_anchor_as_stale(pytester: pytest.Pytester) -> None:
