@@ -282,9 +282,7 @@ def session_scripts(
         calls.append(st.builds(Step, st.just("call"), st.just(name), good, valid=st.just(True)))
         if invalid_calls:
             bad = schema_violating_args(_checked(name, schema))
-            calls.append(
-                st.builds(Step, st.just("call"), st.just(name), bad, valid=st.just(False))
-            )
+            calls.append(st.builds(Step, st.just("call"), st.just(name), bad, valid=st.just(False)))
     call = st.one_of(calls)
     trusted_result = st.builds(
         Step, st.just("result"), st.sampled_from(list(trusted_sources)), st.text(max_size=30)
@@ -300,9 +298,9 @@ def session_scripts(
         step = call | trusted_result
     else:
         step = call | trusted_result | untrusted_result
-    steps: st.SearchStrategy[tuple[Step, ...]] = st.lists(
-        step, min_size=1, max_size=max_steps
-    ).map(tuple)
+    steps: st.SearchStrategy[tuple[Step, ...]] = st.lists(step, min_size=1, max_size=max_steps).map(
+        tuple
+    )
     if untrusted is True:
         steps = st.tuples(steps, untrusted_result, st.integers(0, max_steps)).map(_inserted)
     scripts = st.builds(SessionScript, steps)

@@ -13,7 +13,7 @@ import pytest
 from .plugin_project import DOC, make_project
 
 # the user's own package: the witness calls it; one line only a mutant reaches
-MYPKG = '''
+MYPKG = """
 def double(x):
     return 2 * x
 
@@ -24,7 +24,7 @@ def only_under_the_mutant():
 
 def never():
     return 0
-'''
+"""
 
 MUTANTS = """
 from unittest import mock
@@ -97,9 +97,7 @@ def test_anchors_are_measured_and_user_coverage_is_unchanged(
     t = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())
     (theorem,) = t["theorems"]
     assert theorem["verdict"] == "PROVEN", theorem["reasons"]
-    assert [(a["symbol"], a["covered"]) for a in theorem["anchors"]] == [
-        ("clamplib:clamp", True)
-    ]
+    assert [(a["symbol"], a["covered"]) for a in theorem["anchors"]] == [("clamplib:clamp", True)]
     assert t["environment"]["anchor_measurement"] == ["nested"]
 
 
