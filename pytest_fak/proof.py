@@ -205,7 +205,8 @@ class ProofSession:
         # the plugin's own source too: a development build keeps its version number
         here = Path(__file__).parent
         code = hashlib.sha256()
-        for name in ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py"):
+        own = ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py", "rebuild.py")
+        for name in own:
             code.update((here / name).read_bytes())
         return (
             f"pytest-fak {__version__} ({code.hexdigest()[:16]}); hypothesis {hv}; "
