@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from typing import Any
 
 from fak_core import __version__
 from fak_core.policy import (
@@ -24,6 +25,28 @@ from fak_core.policy import (
 )
 
 __all__ = ["main"]
+
+#: the gateway's libraries: the ``gateway`` extra (``fak serve``, ``fak mcp``, ``fak mcp-proxy``)
+_GATEWAY_LIBS = frozenset(
+    {"starlette", "uvicorn", "httpx", "httpx_aiohttp", "aiohttp", "httpx_sse", "mcp", "anyio"}
+)
+_GATEWAY_HINT = "pip install 'pytest-fak[gateway]'"
+
+
+def _missing_gateway_lib(exc: BaseException) -> str | None:
+    """The gateway library whose absence raised ``exc``, if that is what it is."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        top = exc.name.split(".", 1)[0]
+        if top in _GATEWAY_LIBS:
+            return top
+    return None
+
+
+def _needs_gateway(command: str, lib: str) -> str:
+    return (
+        f"fak {command}: the gateway's libraries are not installed ({lib} is missing); "
+        f"install them with: {_GATEWAY_HINT}"
+    )
 
 
 def _load(path: str | None) -> Policy | None:
@@ -155,20 +178,46 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = ep.load()
         except Exception as exc:  # a broken extension must not take the CLI down
-            print(f"fak: command {ep.name!r} could not load: {exc}", file=sys.stderr)
+            lib = _missing_gateway_lib(exc)
+            if lib is None:
+                print(f"fak: command {ep.name!r} could not load: {exc}", file=sys.stderr)
+            else:
+                _stub(sub, ep.name, lib)
             continue
         module.register(sub)
     return parser
 
 
+def _stub(sub: Any, name: str, lib: str) -> None:
+    """``fak <name>`` whose module needs the gateway extra: it says how to install it."""
+    message = _needs_gateway(name, lib)
+
+    def run(ns: argparse.Namespace) -> int:
+        print(message, file=sys.stderr)
+        return 2
+
+    run.takes_any_arguments = True  # type: ignore[attr-defined]
+    p = sub.add_parser(name, help=f"(not installed: {_GATEWAY_HINT})", add_help=False)
+    p.set_defaults(func=run)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    ns = parser.parse_args(argv)
+    ns, extra = parser.parse_known_args(argv)
     func = getattr(ns, "func", None)
+    if extra and not getattr(func, "takes_any_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if func is None:
         parser.print_help()
         return 2
-    return int(func(ns))
+    try:
+        return int(func(ns))
+    except ModuleNotFoundError as exc:
+        lib = _missing_gateway_lib(exc)
+        if lib is None:
+            raise
+        print(_needs_gateway(str(ns.command), lib), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check", "register"]
+from pytest_fak import paths
+
+__all__ = ["check", "document_errors", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -44,15 +46,14 @@ def check(
 ) -> tuple[list[tuple[str, str]], int]:
     """``([(theorem id, why stale)], theorems checked)`` for ``report`` against ``dirs``;
     ``root``: the project root the recorded witness, mutant and dependency files are under
-    (default: the working directory)."""
+    (default: the working directory). Document errors are not theorems: see
+    :func:`document_errors`."""
     from pytest_fak.inputs import changed
     from pytest_fak.symbols import SymbolError, resolve
     from pytest_fak.theorems import TheoremIndex, load_theorems
 
-    index, errors = load_theorems(dirs)
+    index, _ = load_theorems(dirs)
     stale: list[tuple[str, str]] = []
-    for err in errors:
-        stale.append(("(document)", str(err)))
     current: TheoremIndex = index
     reported = {t["id"]: t for t in report.get("theorems", [])}
     for tid, rec in reported.items():
@@ -84,6 +85,13 @@ def check(
     return stale, len(reported)
 
 
+def document_errors(dirs: list[Path]) -> list[str]:
+    """What is wrong with the theorem documents in ``dirs`` (a missing directory included)."""
+    from pytest_fak.theorems import load_theorems
+
+    return [str(e) for e in load_theorems(dirs)[1]]
+
+
 def _main(ns: argparse.Namespace) -> int:
     root = Path(ns.root).resolve()
     path = Path(ns.report)
@@ -100,12 +108,20 @@ def _main(ns: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    dirs = [Path(d) for d in ns.theorems_dir] or [Path(d) for d in report.get("theorem_dirs", [])]
-    dirs = [d if d.is_absolute() else root / d for d in dirs]
+    refs = [str(d) for d in ns.theorems_dir] or [str(d) for d in report.get("theorem_dirs", [])]
+    try:
+        dirs = [paths.resolve_dir_ref(r, root) for r in refs]
+    except ValueError as exc:
+        print(f"fak proofs check: {exc}", file=sys.stderr)
+        return 2
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     stale, total = check(report, dirs, root)
+    errors = document_errors(dirs)
+    for err in errors:
+        print(f"ERROR {err}")
     for tid, why in stale:
         print(f"STALE {tid}: {why}")
-    print(f"fak proofs check: {len(stale)} stale of {total} reported theorems ({path.name})")
-    return 1 if stale else 0
+    bad = f", {len(errors)} document errors" if errors else ""
+    print(f"fak proofs check: {len(stale)} stale of {total} reported theorems{bad} ({path.name})")
+    return 1 if stale or errors else 0

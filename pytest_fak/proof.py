@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from pytest_fak import ci, hyp, inputs, report, verdicts
-from pytest_fak.anchors import AnchorProbe
+from pytest_fak import ci, hyp, inputs, rebuild, report, verdicts
+from pytest_fak.anchors import AnchorProbe, unmeasured
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
     MODES,
@@ -100,7 +100,10 @@ class ProofSession:
         self.dirs = self._theorem_dirs()
         self.index, self.errors = load_theorems(self.dirs)
         self.selection = Selection(config, self.index)
-        self._import_mutant_modules()
+        # without proof mode the mutant modules are not imported: the user's coverage
+        # gets what importing them ran elsewhere, nothing of their own lines
+        with unmeasured(self._mutant_module_files):
+            self._import_mutant_modules()
         self.fail_on = self._fail_on()
         self.mutant_examples = int(config.getoption("fak_mutant_examples"))
         self.max_examples = _max_examples(config)
@@ -202,12 +205,18 @@ class ProofSession:
         # the plugin's own source too: a development build keeps its version number
         here = Path(__file__).parent
         code = hashlib.sha256()
-        for name in ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py"):
+        own = ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py", "rebuild.py")
+        for name in own:
             code.update((here / name).read_bytes())
         return (
             f"pytest-fak {__version__} ({code.hexdigest()[:16]}); hypothesis {hv}; "
             f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}"
         )
+
+    def _mutant_module_files(self) -> list[str]:
+        names = {m for t in self.index for m in t.mutant_modules}
+        mods = [sys.modules.get(n) for n in names]
+        return [str(f) for m in mods if m is not None and (f := getattr(m, "__file__", None))]
 
     def _import_mutant_modules(self) -> None:
         for name in sorted({m for t in self.index for m in t.mutant_modules}):
@@ -342,10 +351,6 @@ class ProofSession:
         try:
             with counter, budget:
                 if anchored:
-                    # pytest-cov registers its per-test context switcher at session start.
-                    self.probe.pytest_cov_contexts = self.config.pluginmanager.has_plugin(
-                        "_cov_contexts"
-                    )
                     self.probe.begin(item.nodeid)
                 try:
                     res = yield
@@ -353,13 +358,17 @@ class ProofSession:
                     if anchored:
                         self.probe.end(item.nodeid)
         except BaseException:
+            self.probe.finish()
             ev["examples"] = counter.examples
             if counter.failure:
                 ev["hypothesis"] = dict(counter.failure)
             raise
         ev["examples"] = counter.examples
         baseline = time.perf_counter() - started
-        ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
+        try:
+            ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
+        finally:
+            self.probe.finish()  # the user's coverage (if any) resumes for the teardown
         if generated is not None:
             ev.update(generated)
         # JUnit: what this witness did (the theorems' verdicts are testcases of their own)
@@ -414,8 +423,10 @@ class ProofSession:
                 gen["generated_seconds"] = round(time.perf_counter() - started, 3)
             fresh = {} if gen is None else {g.id: gen["generated"][g.id] for g in todo}
             if verdicts.KILLED in out.values() or any(v in kills for v in fresh.values()):
-                # Control: a kill only counts if the witness passes when re-run unbroken.
+                # Control: a kill only counts if the witness passes when re-run unbroken
+                # (its fixtures built again without any mutant).
                 try:
+                    self._restore_fixtures(item)
                     item.runtest()
                 except (KeyboardInterrupt, SystemExit):
                     raise
@@ -437,7 +448,17 @@ class ProofSession:
             budget.__exit__(None, None, None)
             if hyp_loaded:
                 hyp.load_profile(hyp.PROFILE)
+            # pytest tears the item down after this: leave it fixtures built unmutated
+            with contextlib.suppress(Exception):
+                self._restore_fixtures(item)
         return out, gen
+
+    @staticmethod
+    def _restore_fixtures(item: pytest.Item) -> None:
+        """Build the item's function-scoped fixtures without any mutant, if the mutant
+        re-runs tore them down (no-op when they are in place)."""
+        if rebuild.can_rebuild(item) and not rebuild.is_built(item):
+            rebuild.setup(item)
 
     @staticmethod
     def _under_mutant(item: pytest.Item, m: Any, limit: float | None = None) -> str:
@@ -446,6 +467,11 @@ class ProofSession:
         With a ``limit`` (generated mutants), a run past it is killed by ``timeout`` (the
         mutant hangs the code). A run Hypothesis refused (a health check, unsatisfiable
         inputs) is inconclusive, not a kill."""
+        fresh = rebuild.can_rebuild(item)
+        if fresh:
+            # the fixtures built without the mutant go; the next ones are built inside it
+            with contextlib.suppress(Exception):
+                rebuild.teardown(item)
         cm = m.applied()
         try:
             cm.__enter__()
@@ -456,6 +482,10 @@ class ProofSession:
         outcome = verdicts.SURVIVED
         try:
             with deadline(limit) if limit is not None else contextlib.nullcontext():
+                if fresh:
+                    # a fixture the mutant breaks is a failure the witness shows (the
+                    # control run checks the fixtures build without it)
+                    rebuild.setup(item)
                 item.runtest()
         except MutantTimeout:
             outcome = TIMEOUT
@@ -469,6 +499,10 @@ class ProofSession:
             # the mutant is no counterexample: the property was never checked
             refused = _error_kind(pytest.ExceptionInfo.from_exception(exc))
             outcome = verdicts.INCONCLUSIVE if refused else verdicts.KILLED
+        if fresh:
+            # torn down inside the mutant, as they were built; their errors are not kills
+            with contextlib.suppress(Exception):
+                rebuild.teardown(item)
         try:
             cm.__exit__(None, None, None)
         except (KeyboardInterrupt, SystemExit):
@@ -578,8 +612,7 @@ class ProofSession:
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        # Innermost wrapper: read the anchor lines right after the tests ran, before
-        # pytest-cov's own wrapper stops, saves and resets the shared measurement.
+        # Innermost wrapper: read the anchor lines right after the tests ran.
         try:
             return (yield)
         finally:

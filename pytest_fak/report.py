@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_fak import paths
 from pytest_fak.paths import VERDICTS_SCHEMA
 from pytest_fak.provenance import git_info, python, versions
 from pytest_fak.theorems import REGIMES
@@ -262,7 +263,7 @@ def build(
             "generated_mutants": run.mutate,
             "anchor_measurement": sorted(run.modes),
         },
-        "theorem_dirs": [relpath(d, run.rootpath) for d in run.dirs],
+        "theorem_dirs": [paths.dir_ref(d, run.rootpath) for d in run.dirs],
         "fail_on": sorted(run.fail_on),
         "summary": summary,
         "run": {

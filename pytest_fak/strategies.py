@@ -1,11 +1,18 @@
 """Hypothesis strategies for witnesses about a fak kernel.
 
 - :func:`tool_calls`: well-formed calls for a tool's JSON Schema (``hypothesis-jsonschema``).
+- :func:`calls_for`: valid and/or invalid calls for several tools, from each one's schema.
 - :func:`malformed_args`: argument bytes rung 0 must refuse (non-JSON, non-object,
   truncated, invalid UTF-8).
 - :func:`schema_violating_args`: JSON objects that parse but break the tool's schema.
 - :func:`adjudicator_chains`: chains of adjudicators returning chosen verdict kinds.
-- :func:`session_scripts`: call/result sequences with or without untrusted results.
+- :func:`session_scripts`: call/result sequences with or without untrusted results; with
+  ``tools={name: schema}`` each call's arguments come from that tool's schema.
+
+A falsifying example prints as code to paste into a test: calls as
+``tool_call('send_email', '{"to":"a@b.c"}', 'fak-witness')`` and scripts as
+``SessionScript(steps=(Step('call', 'send_email', '{...}', valid=True), ...))``, given
+``from pytest_fak.strategies import SessionScript, Step, tool_call``.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ __all__ = [
     "SessionScript",
     "Step",
     "adjudicator_chains",
+    "calls_for",
     "const_adjudicator",
     "malformed_args",
     "schema_violating_args",
     "session_scripts",
+    "tool_call",
     "tool_calls",
 ]
 
@@ -43,16 +52,60 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def tool_call(tool: str, args: str, trace_id: str = "fak-witness") -> Any:
+    """``fak_core.ToolCall(tool, args, trace_id)``: what generated calls are built with, so
+    a falsifying example prints as this call, ready to paste into a test."""
+    from fak_core import ToolCall
+
+    return ToolCall(tool, args, trace_id)
+
+
+def _checked(tool: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as a dict, or a clear error when it is not a valid JSON Schema."""
+    import jsonschema
+
+    if not isinstance(schema, Mapping):
+        raise TypeError(f"tool {tool!r}: the schema must be a JSON Schema object (a dict)")
+    out = dict(schema)
+    try:
+        jsonschema.validators.validator_for(out).check_schema(out)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"tool {tool!r}: not a valid JSON Schema: {exc.message}") from None
+    return out
+
+
+def _valid_args(tool: str, schema: Mapping[str, Any]) -> st.SearchStrategy[str]:
+    from hypothesis_jsonschema import from_schema
+
+    return from_schema(_checked(tool, schema)).filter(lambda v: isinstance(v, dict)).map(_dumps)
+
+
 def tool_calls(
     tool: str, schema: Mapping[str, Any], *, trace_id: str = "fak-witness"
 ) -> st.SearchStrategy[Any]:
     """``ToolCall`` values for ``tool`` whose arguments satisfy ``schema``."""
-    from hypothesis_jsonschema import from_schema
+    return st.builds(tool_call, st.just(tool), _valid_args(tool, schema), st.just(trace_id))
 
-    from fak_core import ToolCall
 
-    args = from_schema(dict(schema)).filter(lambda v: isinstance(v, dict))
-    return args.map(lambda v: ToolCall(tool, _dumps(v), trace_id))
+def calls_for(
+    tools: Mapping[str, Mapping[str, Any]],
+    *,
+    valid: bool | None = True,
+    trace_id: str = "fak-witness",
+) -> st.SearchStrategy[Any]:
+    """``ToolCall`` values for any of ``tools`` (name → JSON Schema of its arguments):
+    arguments that satisfy the tool's schema (``valid=True``), JSON objects that break it
+    (``False``, see :func:`schema_violating_args`), or both (``None``)."""
+    if not tools:
+        raise ValueError("calls_for: give at least one tool and its JSON Schema")
+    parts: list[st.SearchStrategy[Any]] = []
+    for name, schema in tools.items():
+        if valid in (True, None):
+            parts.append(tool_calls(name, schema, trace_id=trace_id))
+        if valid in (False, None):
+            bad = schema_violating_args(_checked(name, schema))
+            parts.append(st.builds(tool_call, st.just(name), bad, st.just(trace_id)))
+    return st.one_of(parts)
 
 
 def malformed_args() -> st.SearchStrategy[str | bytes]:
@@ -164,6 +217,8 @@ class Step:
     tool: str
     payload: str
     untrusted: bool = False
+    #: for a call drawn from its tool's schema: whether the arguments satisfy it
+    valid: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -191,43 +246,62 @@ class SessionScript:
         return out
 
 
+def _inserted(drawn: tuple[tuple[Step, ...], Step, int]) -> tuple[Step, ...]:
+    """``steps`` with ``step`` inserted at position ``at`` (modulo their length + 1)."""
+    steps, step, at = drawn
+    i = at % (len(steps) + 1)
+    return (*steps[:i], step, *steps[i:])
+
+
 def session_scripts(
-    call_tools: Sequence[str],
+    call_tools: Sequence[str] = (),
     *,
+    tools: Mapping[str, Mapping[str, Any]] | None = None,
+    invalid_calls: bool = False,
     trusted_sources: Sequence[str] = ("read_file",),
     untrusted_sources: Sequence[str] = ("fetch_untrusted_page",),
     untrusted: bool | None = None,
     max_steps: int = 8,
 ) -> st.SearchStrategy[SessionScript]:
-    """Session scripts; ``untrusted`` True/False forces with/without an untrusted result."""
-    args = st.dictionaries(
-        st.sampled_from(["q", "id", "to", "url", "n"]), _JSON_SCALARS, max_size=3
-    )
-    call = st.builds(
-        lambda t, a: Step("call", t, _dumps(a)), st.sampled_from(list(call_tools)), args
-    )
+    """Session scripts; ``untrusted`` True/False forces with/without an untrusted result.
+
+    With ``tools`` (tool name → JSON Schema of its arguments) each call's arguments are
+    drawn from its tool's schema (``Step.valid`` is True); ``invalid_calls=True`` also
+    draws calls whose arguments break it (``Step.valid`` False). ``call_tools`` names tools
+    without a schema, whose arguments come from a small fixed key set."""
+    if not call_tools and not tools:
+        raise ValueError("session_scripts: name call_tools, or give tools={name: schema}")
+    calls: list[st.SearchStrategy[Step]] = []
+    if call_tools:
+        args = st.dictionaries(
+            st.sampled_from(["q", "id", "to", "url", "n"]), _JSON_SCALARS, max_size=3
+        ).map(_dumps)
+        calls.append(st.builds(Step, st.just("call"), st.sampled_from(list(call_tools)), args))
+    for name, schema in (tools or {}).items():
+        good = _valid_args(name, schema)
+        calls.append(st.builds(Step, st.just("call"), st.just(name), good, valid=st.just(True)))
+        if invalid_calls:
+            bad = schema_violating_args(_checked(name, schema))
+            calls.append(st.builds(Step, st.just("call"), st.just(name), bad, valid=st.just(False)))
+    call = st.one_of(calls)
     trusted_result = st.builds(
-        lambda t, p: Step("result", t, p),
-        st.sampled_from(list(trusted_sources)),
-        st.text(max_size=30),
+        Step, st.just("result"), st.sampled_from(list(trusted_sources)), st.text(max_size=30)
     )
     untrusted_result = st.builds(
-        lambda t, p: Step("result", t, p, True),
+        Step,
+        st.just("result"),
         st.sampled_from(list(untrusted_sources)),
         st.text(max_size=30),
+        untrusted=st.just(True),
     )
     if untrusted is False:
         step = call | trusted_result
     else:
         step = call | trusted_result | untrusted_result
-    scripts = st.lists(step, min_size=1, max_size=max_steps).map(lambda s: SessionScript(tuple(s)))
+    steps: st.SearchStrategy[tuple[Step, ...]] = st.lists(step, min_size=1, max_size=max_steps).map(
+        tuple
+    )
     if untrusted is True:
-        scripts = st.builds(
-            lambda sc, u, i: SessionScript(
-                (*sc.steps[: i % (len(sc.steps) + 1)], u, *sc.steps[i % (len(sc.steps) + 1) :])
-            ),
-            scripts,
-            untrusted_result,
-            st.integers(0, max_steps),
-        )
+        steps = st.tuples(steps, untrusted_result, st.integers(0, max_steps)).map(_inserted)
+    scripts = st.builds(SessionScript, steps)
     return scripts

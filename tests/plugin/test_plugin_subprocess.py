@@ -1,10 +1,12 @@
-"""pytester tests that need a fresh interpreter: xdist, pytest-cov, and `fak proofs check`."""
+"""pytester tests that need a fresh interpreter: xdist and `fak proofs check` (pytest-cov:
+test_plugin_coverage.py)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,27 +37,6 @@ def test_clamp_high():
     ]
 
 
-def _total(pytester: pytest.Pytester, *args: str) -> float:
-    res = pytester.runpytest_subprocess("--cov=clamplib", "--cov-report=json:cov.json", *args)
-    assert res.ret == 0, res.stdout.str()
-    data = json.loads((pytester.path / "cov.json").read_text())
-    return float(data["totals"]["percent_covered"])
-
-
-def test_pytest_cov_totals_do_not_drop_and_anchors_are_measured(pytester: pytest.Pytester) -> None:
-    make_project(pytester)
-    plain = _total(pytester)
-    proof = _total(pytester, "--fak-theorems")
-    proof_ctx = _total(pytester, "--fak-theorems", "--cov-context=test")
-    assert plain > 0
-    assert proof >= plain
-    assert proof_ctx >= plain
-    t = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())["theorems"][0]
-    assert t["verdict"] == "PROVEN", t["reasons"]
-    env = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())["environment"]
-    assert env["anchor_measurement"] == ["shared"]
-
-
 def test_proofs_check_reports_an_edited_anchor_as_stale(pytester: pytest.Pytester) -> None:
     make_project(pytester)
     assert pytester.runpytest_subprocess("--fak-theorems").ret == 0
@@ -76,3 +57,40 @@ def test_proofs_check_reports_an_edited_anchor_as_stale(pytester: pytest.Pyteste
     stale = check()
     assert stale.returncode == 1
     assert "STALE CL1.1: the source of anchor clamplib:clamp changed" in stale.stdout
+
+
+def _proofs_check(cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fak_core.cli", "proofs", "check"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_pack_is_recorded_by_module_and_checks_clean(pytester: pytest.Pytester) -> None:
+    """The pack lives outside the project (as in site-packages): the report names it by
+    module, and `fak proofs check` finds it where the package is installed."""
+    make_project(pytester)
+    res = pytester.runpytest_subprocess("--fak-theorems", "--fak-pack")
+    assert res.ret == 0, res.stdout.str()
+    report = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())
+    assert report["theorem_dirs"] == ["theorems", "module:pytest_fak.pack"]
+    done = _proofs_check(pytester.path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    pack = sum(1 for t in report["theorems"] if t["id"] != "CL1.1")
+    assert pack > 0
+    assert f"0 stale of {pack + 1} reported theorems" in done.stdout
+
+
+def test_a_document_error_is_not_counted_as_a_theorem(pytester: pytest.Pytester) -> None:
+    make_project(pytester)
+    assert pytester.runpytest_subprocess("--fak-theorems").ret == 0
+    (pytester.path / "theorems" / "broken.md").write_text(
+        "# Broken\n\n## BR1.1 — no body\n", encoding="utf-8"
+    )
+    done = _proofs_check(pytester.path)
+    assert done.returncode == 1
+    assert "ERROR " in done.stdout and "broken.md" in done.stdout, done.stdout
+    assert "0 stale of 1 reported theorems, 1 document errors" in done.stdout, done.stdout
