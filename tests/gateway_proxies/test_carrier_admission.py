@@ -49,6 +49,7 @@ def _carriers(kinds: list[str]) -> Any:
                 "has_id": st.booleans(),  # it says which call it answers (where optional)
                 "empty_id": st.booleans(),  # ... or sends an empty id (where optional)
                 "blank": st.booleans(),  # the naming use's name is empty
+                "custom": st.booleans(),  # the naming call is an OpenAI custom tool call
                 "injected": st.booleans(),
                 "role": st.sampled_from(["user", "assistant"]),
             }
@@ -67,10 +68,16 @@ def _openai(carriers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
         use_name = "" if c["blank"] else f"tool{i}"
         if c["named"]:
             fn = {"name": use_name, "arguments": "{}"}
+            custom = {"name": use_name, "input": "x"}
             calls = [
-                # a custom tool call beside it names nothing (it has no function)
-                {"id": f"custom_{i}", "type": "custom", "custom": {"name": "c", "input": "x"}},
-                {"id": cid, "type": "function", "function": fn},
+                # a decoy call of the other type beside it, answered by nothing
+                {"id": f"decoy_{i}", "type": "function", "function": {"name": "d", "arguments": ""}}
+                if c.get("custom")
+                else {"id": f"decoy_{i}", "type": "custom", "custom": {"name": "c", "input": "x"}},
+                # the call this carrier answers: a function call or a custom tool call
+                {"id": cid, "type": "custom", "custom": custom}
+                if c.get("custom")
+                else {"id": cid, "type": "function", "function": fn},
             ]
             msgs.append({"role": "assistant", "content": None, "tool_calls": calls})
         m: dict[str, Any] = {"role": c["kind"], "content": INJECTED if c["injected"] else CLEAN}
@@ -185,6 +192,7 @@ def _all(kinds: list[str], injected: bool, named: bool, has_id: bool) -> list[di
             "has_id": has_id,
             "empty_id": not has_id,
             "blank": not injected,
+            "custom": injected,
             "injected": injected,
             "role": "assistant",
         }

@@ -31,13 +31,15 @@ def _snapshot() -> tuple[object, ...]:
                 anthropic_proxy.strip_fak,
                 openai_proxy.screen_text,
                 anthropic_proxy.screen_text,
+                openai_proxy.call_name,
+                openai_proxy.OpenAIProxy.__dict__["_hold_usage"],
             )
         ),
     )
 
 
 def test_the_module_registers_its_mutants() -> None:
-    assert len(IDS) == 8
+    assert len(IDS) == 10
     assert {i.split("/")[0] for i in IDS} == {"D10.4", "D10.5", "D10.6"}
 
 
