@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 from mcp.shared.tool_name_validation import validate_tool_name
 
 from fak_core import Kernel, Policy, Reason, Taint, ToolCall, Verdict
-from fak_core.admission import SECRET_PATTERNS
 from fak_core.gateway.mcp_downstream import DownstreamSpec, ServerConfigError
 from fak_core.gateway.mcp_proxy import MAX_TOOL_METADATA_BYTES, PREFIX_SEPARATOR, McpProxy
 from fak_core.provenance import BUILTIN_TRUSTED
 
+from ..secret_splits import check_shapes, long_halves, splits
 from .conftest import SERVERS, running_proxy, session
 
 MAIL = {"to": "alice@example.com", "subject": "Lunch", "body": "Thursday at noon?"}
@@ -306,18 +306,6 @@ def check_split_and_refused_errors(live: Live) -> None:
     assert "the plan" not in answer.model_dump_json()
 
 
-#: One instance of every secret shape the kernel's screen knows, written here by hand (a
-#: witness checks each matches its shape, so a new shape fails until it has one).
-SPLIT_SECRETS = (
-    "sk-Zq7_w9-Lm3Xc8Vb2Nn4Rt6Yp",
-    "AKIAQ7W3E9R1T5Y2U8I4",
-    "-----BEGIN RSA PRIVATE KEY-----",
-    "ghp_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0KkLl",
-    "xoxb-1234567890-abcdEFGH",
-    "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
-)
-
-
 def split_layouts(secret: str, at: int) -> list[dict[str, Any]]:
     """The error answers that carry ``secret`` split at ``at``: message and data (a string,
     a list, an object's value), two strings of the data, and three pieces."""
@@ -335,19 +323,15 @@ def split_layouts(secret: str, at: int) -> list[dict[str, Any]]:
 def check_split_secrets(live: Live) -> None:
     """A secret split at every position of every shape, in every layout, is held whole:
     no half of it reaches the client and the session is quarantined."""
-    for shape, secret in zip(SECRET_PATTERNS, SPLIT_SECRETS, strict=True):
-        assert re.fullmatch(shape, secret), (shape, secret)
-    for secret in SPLIT_SECRETS:
-        for at in range(1, len(secret)):
-            layouts = split_layouts(secret, at)
-            error = layouts[at % len(layouts)]
-            answer, _ = live.call(_error_case, error)
-            seen = answer.model_dump_json()
-            got = body(answer)
-            check_error_payload(got, error, False, trace_of(answer))
-            assert live.proxy.kernel.taint(trace_of(answer)) == Taint.QUARANTINED
-            for half in (secret[:at], secret[at:]):
-                assert len(half) < 6 or half not in seen, (half, seen)
+    check_shapes()
+    for secret, at in splits():
+        layouts = split_layouts(secret, at)
+        error = layouts[at % len(layouts)]
+        answer, _ = live.call(_error_case, error)
+        seen = answer.model_dump_json()
+        check_error_payload(body(answer), error, False, trace_of(answer))
+        assert live.proxy.kernel.taint(trace_of(answer)) == Taint.QUARANTINED
+        assert not [h for h in long_halves(secret, at) if h in seen], seen
 
 
 def _refuse_marked(call: ToolCall, result: Any) -> Verdict:
@@ -547,16 +531,16 @@ def check_split_metadata(live: Live) -> None:
     """A secret split at every position of every shape across the strings of a tool's
     metadata hides the tool, and no half of it is listed; a clean neighbour stays."""
     tools: list[dict[str, Any]] = []
-    halves = set()
-    for secret in SPLIT_SECRETS:
-        for at in range(1, len(secret)):
-            tools.extend(split_tools(secret, at, len(tools)))
-            halves |= {h for h in (secret[:at], secret[at:]) if len(h) >= 6}
-    clean = {"name": "x_clean", "inputSchema": {"type": "object"}, "description": "a key: sk- then 20"}
+    halves: set[str] = set()
+    for secret, at in splits():
+        tools.extend(split_tools(secret, at, len(tools)))
+        halves |= set(long_halves(secret, at))
+    clean = {"name": "x_clean", "inputSchema": {"type": "object"}, "description": "a sk- key"}
     live.scripted.set_tools([*tools, clean])
     listed, called = live.call(_list_then_call, tools[-1]["name"])
     names = {t.name for t in listed}
-    assert "x_clean" in names and not names & {t["name"] for t in tools}, sorted(names & {t["name"] for t in tools})
+    shown = sorted(names & {t["name"] for t in tools})
+    assert "x_clean" in names and not shown, shown
     wire = json.dumps([t.model_dump(mode="json", by_alias=True) for t in listed])
     assert not [h for h in halves if h in wire]
     v = body(called)["verdict"]

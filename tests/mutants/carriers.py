@@ -91,6 +91,17 @@ def custom_result_unnamed() -> Any:
     return mock.patch.object(openai_proxy, "call_name", function_only)
 
 
+@mutant("D10.4/split-part-secret-passes")
+def split_part_secret_passes() -> Any:
+    """The regression: a tool result's parts are screened only as their JSON, so a secret
+    split across two parts passes in halves."""
+
+    def json_only(parts: Any, has_secret: Any = None, orders: Any = ()) -> str:
+        return "\n".join(parts)
+
+    return mock.patch.object(carriers, "joined_text", json_only)
+
+
 # ------------------------------------------------------------------------------- D10.5
 @mutant("D10.4/text-part-extras-unread")
 def text_part_extras_unread() -> Any:
