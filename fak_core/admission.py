@@ -284,6 +284,10 @@ class ResultScreen:
             else None
         )
 
+    def has_secret(self, text: str) -> bool:
+        """Whether ``text`` holds a secret shape, built-in or the policy's."""
+        return self._has_secret(text)
+
     def _has_secret(self, text: str) -> bool:
         if self._secret.search(text) is not None:
             return True

@@ -25,6 +25,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from fak_core.gateway.joined import builtin_secret, joined_text, json_strings
 from fak_core.gateway.mcp_content import base64_text
 from fak_core.jsondepth import dumps
 
@@ -173,7 +174,8 @@ def screen_text(content: Any) -> str:
     """The text the kernel screens of a tool result's content: a string as it is; the
     parts' text when every part is a bare text part (``type``, ``text`` and at most a
     ``cache_control``); otherwise the whole JSON, so nothing a part carries beside its text
-    goes upstream unscreened."""
+    goes upstream unscreened. A secret (a built-in shape) split across parts is screened
+    whole (:func:`fak_core.gateway.joined.joined_text`)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -196,4 +198,11 @@ def screen_text(content: Any) -> str:
         and src.get("type") == "base64"
         and isinstance(src.get("data"), str)
     ]
-    return "\n".join([text, *decoded]) if decoded else text
+    text = "\n".join([text, *decoded]) if decoded else text
+    # a secret split across parts: read their texts, then every string value, end to end
+    texts = [
+        p["text"]
+        for p in (content if isinstance(content, list) else ())
+        if isinstance(p, dict) and isinstance(p.get("text"), str)
+    ]
+    return joined_text([text], builtin_secret, [texts, json_strings(content, keys=False)])

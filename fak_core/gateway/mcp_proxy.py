@@ -53,6 +53,7 @@ from fak_core import __version__
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.events import Event
 from fak_core.floor import own_name, prefix_allows
+from fak_core.gateway.joined import builtin_secret, joined_text, json_strings
 from fak_core.gateway.mcp_content import binary_text
 from fak_core.gateway.mcp_downstream import (
     DEFAULT_CALL_TIMEOUT,
@@ -179,14 +180,17 @@ def _text_result(payload: Mapping[str, Any], *, is_error: bool) -> types.CallToo
     )
 
 
-def _result_text(result: types.CallToolResult) -> str:
+def _result_text(
+    result: types.CallToolResult, has_secret: Callable[[str], bool] = builtin_secret
+) -> str:
     """Every piece of text a downstream answer carries, for admission.
 
     Text blocks, embedded text resources and resource-link names and descriptions are
     joined; strings of ``structuredContent`` (keys and values) that do not already appear
     in that text are appended, so nothing the client will see escapes the screen and
     nothing is counted twice. Binary blocks (images, audio, blobs) are screened by what
-    :func:`fak_core.gateway.mcp_content.binary_text` reads in them.
+    :func:`fak_core.gateway.mcp_content.binary_text` reads in them. A secret split across
+    consecutive pieces is screened whole (:func:`fak_core.gateway.joined.joined_text`).
     """
     parts: list[str] = []
     for block in result.content:
@@ -201,29 +205,18 @@ def _result_text(result: types.CallToolResult) -> str:
         if (decoded := binary_text(block)) is not None:  # images, audio, blobs: screened too
             parts.append(decoded)
     text = "\n".join(parts)
+    values = list(parts)
     if result.structured_content is not None:
-        extra = [s for s in _strings(result.structured_content) if s and s not in text]
-        if extra:
-            text = "\n".join([text, *extra]) if text else "\n".join(extra)
-    return text
+        values.extend(json_strings(result.structured_content, keys=False))
+        parts.extend(s for s in _strings(result.structured_content) if s and s not in text)
+    return joined_text(parts, has_secret, [values])
 
 
 def _strings(value: Any) -> list[str]:
     """Every string in a JSON value, keys included (all of them: one left out would
-    reach the client unscreened; the walk is linear in the value, already in memory)."""
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            out.append(v)
-        elif isinstance(v, dict):
-            for k, item in v.items():
-                out.append(str(k))
-                stack.append(item)
-        elif isinstance(v, list | tuple):
-            stack.extend(v)
-    return out
+    reach the client unscreened; the walk is linear in the value, already in memory), in
+    document order, so a secret split across neighbours is read whole."""
+    return json_strings(value)
 
 
 class McpProxy:
@@ -383,7 +376,11 @@ class McpProxy:
         metadata = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
         if len(orjson.dumps(metadata)) > MAX_TOOL_METADATA_BYTES:
             return f"its metadata is over {MAX_TOOL_METADATA_BYTES} bytes"
-        text = "\n".join(_strings(metadata))
+        text = joined_text(
+            _strings(metadata),
+            self.kernel.screen.has_secret,
+            [json_strings(metadata, keys=False)],
+        )
         v = self.kernel.screen_text(
             ToolCall(name, "{}", "mcp-tools-list"), Result(Status.OK, text, taint=Taint.TAINTED)
         )
@@ -531,9 +528,12 @@ class McpProxy:
         sees the code, its class, and the message and data only as admitted.
         """
         parts = [error.message]
+        values = [error.message]
         if error.data is not None:
             parts.extend(_strings(error.data))
-        admitted = self.state.admit(call, "\n".join(parts))
+            values.extend(json_strings(error.data, keys=False))
+        text = joined_text(parts, self.kernel.screen.has_secret, [values])
+        admitted = self.state.admit(call, text)
         result = admitted["result"]
         meta = result["meta"]
         how = meta.get("admit", "admitted")
@@ -585,7 +585,7 @@ class McpProxy:
     def _admit(
         self, call: ToolCall, verdict: Verdict, answer: types.CallToolResult
     ) -> types.CallToolResult:
-        text = _result_text(answer)
+        text = _result_text(answer, self.kernel.screen.has_secret)
         # an error result is never trusted, whatever the policy's sources say
         admitted = self.state.admit(call, text) if answer.is_error else self._admit_text(call, text)
         result = admitted["result"]

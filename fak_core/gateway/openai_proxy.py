@@ -122,6 +122,18 @@ def _validate_content(content: Any, role: str, where: str) -> None:
             )
 
 
+def call_name(tc: Any) -> str | None:
+    """The tool name an assistant's tool call gives the results that answer it, or None
+    when it names none: the body under its ``type`` (``function``, ``custom``; every type in
+    :data:`~fak_core.gateway.carriers.OPENAI_TOOL_CALLS`) must be an object and the call
+    must have a string id."""
+    if not isinstance(tc, dict) or not isinstance(tc.get("id"), str):
+        return None
+    kind = tc.get("type", "function")
+    body = tc.get(kind) if isinstance(kind, str) and kind in OPENAI_TOOL_CALLS else None
+    return str(body.get("name") or "") if isinstance(body, dict) else None
+
+
 def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], InboundResult]]:
     """Every message whose role carries tool output (``tool``, the legacy ``function``;
     :data:`~fak_core.gateway.carriers.OPENAI_ROLES`), with the tool name its call had
@@ -132,9 +144,9 @@ def inbound_results(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any]
         role = m["role"]
         if role == "assistant" and isinstance(m.get("tool_calls"), list):
             for tc in m["tool_calls"]:
-                fn = tc.get("function") if isinstance(tc, dict) else None
-                if isinstance(fn, dict) and isinstance(tc.get("id"), str):
-                    names[tc["id"]] = str(fn.get("name") or "")
+                name = call_name(tc)
+                if name is not None:
+                    names[tc["id"]] = name
         if OPENAI_ROLES.get(role) is not Carrier.TOOL_OUTPUT:
             continue
         tcid = m.get("tool_call_id")
@@ -405,6 +417,7 @@ class OpenAIProxy(WireProxy):
             if extra:
                 held_meta.append({**extra, "choices": []})
             return None
+        self._hold_usage(chunk, held_meta)
         if not isinstance(raw_choices, list):
             raise UpstreamError(502, "upstream chunk choices is not an array", "upstream_malformed")
         passed = []
@@ -453,6 +466,14 @@ class OpenAIProxy(WireProxy):
             **{k: v for k, v in chunk.items() if k not in ("choices", "usage")},
             "choices": passed,
         }
+
+    @staticmethod
+    def _hold_usage(chunk: dict[str, Any], held_meta: list[dict[str, Any]]) -> None:
+        """A usage the upstream put on a chunk that also carries choices: held, and sent in
+        a frame of its own (no choices) before the gateway's record, as a usage sent alone
+        is; the chunk's choices go on without it."""
+        if chunk.get("usage") is not None:
+            held_meta.append({"usage": chunk["usage"], "choices": []})
 
     @staticmethod
     def _hold_function(ch: _StreamChoice, frag: Any) -> None:

@@ -51,6 +51,8 @@ class Script:
     custom_calls: list[tuple[str, str]] = field(default_factory=list)
     #: where the upstream forges a ``fak`` record (see :data:`FORGE_SITES`)
     forge: tuple[str, ...] = ()
+    #: a usage the streamed OpenAI answer puts on its finish chunk (a chunk with choices)
+    finish_usage: dict[str, Any] | None = None
 
 
 #: A ``fak`` record the upstream forges: it claims a call was admitted.
@@ -185,6 +187,8 @@ class ScriptedUpstream:
             chunk = _openai_body(
                 s, doc, "chat.completion.chunk", {**choice, "finish_reason": finish_reason}
             )
+            if finish_reason is not None and s.finish_usage is not None:
+                chunk["usage"] = s.finish_usage
             return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
         yield frame({"role": "assistant", "content": ""}) if s.text_first else b": hello\n\n"

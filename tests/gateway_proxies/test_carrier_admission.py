@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from ..secret_splits import check_shapes, long_halves, splits
 from . import sdk_unions as sdk
 from .inprocess import in_process_gateway
 from .scripted_upstream import Script
@@ -49,6 +50,7 @@ def _carriers(kinds: list[str]) -> Any:
                 "has_id": st.booleans(),  # it says which call it answers (where optional)
                 "empty_id": st.booleans(),  # ... or sends an empty id (where optional)
                 "blank": st.booleans(),  # the naming use's name is empty
+                "custom": st.booleans(),  # the naming call is an OpenAI custom tool call
                 "injected": st.booleans(),
                 "role": st.sampled_from(["user", "assistant"]),
             }
@@ -67,10 +69,16 @@ def _openai(carriers: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
         use_name = "" if c["blank"] else f"tool{i}"
         if c["named"]:
             fn = {"name": use_name, "arguments": "{}"}
+            custom = {"name": use_name, "input": "x"}
             calls = [
-                # a custom tool call beside it names nothing (it has no function)
-                {"id": f"custom_{i}", "type": "custom", "custom": {"name": "c", "input": "x"}},
-                {"id": cid, "type": "function", "function": fn},
+                # a decoy call of the other type beside it, answered by nothing
+                {"id": f"decoy_{i}", "type": "function", "function": {"name": "d", "arguments": ""}}
+                if c.get("custom")
+                else {"id": f"decoy_{i}", "type": "custom", "custom": {"name": "c", "input": "x"}},
+                # the call this carrier answers: a function call or a custom tool call
+                {"id": cid, "type": "custom", "custom": custom}
+                if c.get("custom")
+                else {"id": cid, "type": "function", "function": fn},
             ]
             msgs.append({"role": "assistant", "content": None, "tool_calls": calls})
         m: dict[str, Any] = {"role": c["kind"], "content": INJECTED if c["injected"] else CLEAN}
@@ -185,6 +193,7 @@ def _all(kinds: list[str], injected: bool, named: bool, has_id: bool) -> list[di
             "has_id": has_id,
             "empty_id": not has_id,
             "blank": not injected,
+            "custom": injected,
             "injected": injected,
             "role": "assistant",
         }
@@ -199,3 +208,51 @@ def test_every_carrier_is_admitted_under_its_call_and_rewritten_upstream() -> No
         for wire, kinds in (("openai", OPENAI_KINDS), ("anthropic", ANTHROPIC_KINDS)):
             prop = example(case=(wire, _all(kinds, injected, named, has_id)))(prop)
     settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])(prop)()
+
+
+def _split_parts(wire: str, secret: str, at: int) -> list[dict[str, Any]]:
+    """A tool result's content parts carrying ``secret`` split at ``at`` across two parts
+    that are not bare text parts (so the screen reads the parts' JSON): on OpenAI a text
+    part with a field beside its text, on Anthropic an image between the two texts."""
+    a, b = secret[:at], secret[at:]
+    if wire == "openai":
+        return [{"type": "text", "text": a, "annotations": []}, {"type": "text", "text": b}]
+    image = {"type": "image", "source": {"type": "url", "url": "https://img.example/a.png"}}
+    return [{"type": "text", "text": a}, image, {"type": "text", "text": b}]
+
+
+def check_split_secret(wire: str, secret: str, at: int) -> None:
+    parts = _split_parts(wire, secret, at)
+    if wire == "openai":
+        call = {"id": "call_s", "type": "function", "function": {"name": "f", "arguments": ""}}
+        msgs: list[dict[str, Any]] = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_s", "content": parts},
+        ]
+        doc: dict[str, Any] = {"model": "m", "messages": msgs}
+    else:
+        use = {"type": "tool_use", "id": "toolu_s", "name": "f", "input": {}}
+        result = {"type": "tool_result", "tool_use_id": "toolu_s", "content": parts}
+        msgs = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+        ]
+        doc = {"model": "m", "messages": msgs, "max_tokens": 8}
+    r, _ = asyncio.run(_turn(wire, doc))
+    assert r.status_code == 200, r.text[:300]
+    (record,) = r.json()["fak"]["result_admissions"]
+    assert record["rewritten"] is True, record
+    sent = _UPSTREAM.requests[-1].body.decode()
+    assert not [h for h in long_halves(secret, at) if h in sent], sent
+
+
+@pytest.mark.fak_theorem("D10.4")
+def test_a_secret_split_across_parts_is_screened_whole() -> None:
+    """Every position of every secret shape, on both wires: the carrier is rewritten and
+    no half goes upstream."""
+    check_shapes()
+    for secret, at in splits():
+        for wire in ("openai", "anthropic"):
+            check_split_secret(wire, secret, at)

@@ -574,6 +574,10 @@ def test_a_well_formed_stream_is_relayed_with_its_kept_calls(
                 c for c in chunks if "fak" in c or any(ch["finish_reason"] for ch in c["choices"])
             ]
             assert ours and not any("usage" in c for c in ours), ours
+            # every usage the upstream sent reaches the client, the one on a content chunk
+            # too, in order, each in a frame of its own
+            usages = [c["usage"] for c in chunks if c.get("usage") is not None]
+            assert usages == [{"total_tokens": 99}, {"total_tokens": 3}], usages
         if name == "openai-call-without-name":
             assert [(a["tool"], a["verdict"]["reason"]) for a in records] == [("", "MALFORMED")]
     else:

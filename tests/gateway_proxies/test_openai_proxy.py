@@ -264,3 +264,46 @@ def test_oversize_body_is_413(make_gateway: Any, upstream: ScriptedUpstream) -> 
     assert r.status_code == 413
     assert "larger than 1024 bytes" in r.json()["error"]["message"]
     assert upstream.requests == []
+
+
+def test_a_usage_on_the_finish_chunk_reaches_the_sdk(
+    gateway: Gateway, upstream: ScriptedUpstream
+) -> None:
+    """A usage the upstream puts on a chunk that carries choices (here the finish chunk,
+    beside a tool call) is relayed, in a chunk of its own, and read by the SDK."""
+    usage = {"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}
+    upstream.reset(Script(text="hi", calls=[("send_email", {"to": "ops"})], finish_usage=usage))
+    stream = client(gateway).chat.completions.create(**ask(), stream=True)
+    chunks = list(stream)
+    got = [c.usage.model_dump() for c in chunks if c.usage is not None]
+    assert [{k: u[k] for k in usage} for u in got] == [usage], got
+    (with_usage,) = [c for c in chunks if c.usage is not None]
+    assert with_usage.choices == []
+    calls = [tc for c in chunks for ch in c.choices for tc in ch.delta.tool_calls or []]
+    assert [tc.function.name for tc in calls if tc.function] == ["send_email"]
+
+
+def test_a_custom_tool_calls_result_is_admitted_under_its_name(
+    gateway: Gateway, upstream: ScriptedUpstream
+) -> None:
+    """A result answering a custom tool call is admitted under that call's name, as a
+    function call's result is, through the SDK's own message types."""
+    upstream.reset(Script(text="ok"))
+    custom = {"id": "call_c", "type": "custom", "custom": {"name": "grep_logs", "input": "x"}}
+    function = {
+        "id": "call_f",
+        "type": "function",
+        "function": {"name": "get_user", "arguments": "{}"},
+    }
+    messages: Any = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [custom, function]},
+        {"role": "tool", "tool_call_id": "call_c", "content": "3 lines"},
+        {"role": "tool", "tool_call_id": "call_f", "content": "ada"},
+    ]
+    resp = client(gateway).chat.completions.create(model="m", messages=messages)
+    records = (resp.model_extra or {})["fak"]["result_admissions"]
+    assert [(r["tool_call_id"], r["tool"]) for r in records] == [
+        ("call_c", "grep_logs"),
+        ("call_f", "get_user"),
+    ]

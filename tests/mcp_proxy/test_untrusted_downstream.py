@@ -32,6 +32,7 @@ from fak_core.gateway.mcp_downstream import DownstreamSpec, ServerConfigError
 from fak_core.gateway.mcp_proxy import MAX_TOOL_METADATA_BYTES, PREFIX_SEPARATOR, McpProxy
 from fak_core.provenance import BUILTIN_TRUSTED
 
+from ..secret_splits import check_shapes, long_halves, splits
 from .conftest import SERVERS, running_proxy, session
 
 MAIL = {"to": "alice@example.com", "subject": "Lunch", "body": "Thursday at noon?"}
@@ -305,6 +306,34 @@ def check_split_and_refused_errors(live: Live) -> None:
     assert "the plan" not in answer.model_dump_json()
 
 
+def split_layouts(secret: str, at: int) -> list[dict[str, Any]]:
+    """The error answers that carry ``secret`` split at ``at``: message and data (a string,
+    a list, an object's value), two strings of the data, and three pieces."""
+    a, b = secret[:at], secret[at:]
+    mid = (at + len(secret)) // 2
+    return [
+        {"code": -32000, "message": a, "data": b},
+        {"code": -32603, "message": f"failed: {a}", "data": [f"{b} (retry later)"]},
+        {"code": 7, "message": "failed", "data": [f"see {a}", b, "end"]},
+        {"code": -32602, "message": a, "data": {"detail": b, "n": 1}},
+        {"code": -1, "message": a, "data": {"k": [secret[at:mid], {"v": secret[mid:]}]}},
+    ]
+
+
+def check_split_secrets(live: Live) -> None:
+    """A secret split at every position of every shape, in every layout, is held whole:
+    no half of it reaches the client and the session is quarantined."""
+    check_shapes()
+    for secret, at in splits():
+        layouts = split_layouts(secret, at)
+        error = layouts[at % len(layouts)]
+        answer, _ = live.call(_error_case, error)
+        seen = answer.model_dump_json()
+        check_error_payload(body(answer), error, False, trace_of(answer))
+        assert live.proxy.kernel.taint(trace_of(answer)) == Taint.QUARANTINED
+        assert not [h for h in long_halves(secret, at) if h in seen], seen
+
+
 def _refuse_marked(call: ToolCall, result: Any) -> Verdict:
     if "REFUSE-ME" in str(result.payload):
         return Verdict.deny(Reason.POLICY_BLOCK, "test-refuser")
@@ -317,6 +346,7 @@ def test_error_answers_are_admitted_and_never_a_crash(tmp_path: Path) -> None:
         live.proxy.kernel.add_admitter(_refuse_marked, 50, tools=["fail"])
         check_error_answer(live)
         check_split_and_refused_errors(live)
+        check_split_secrets(live)
 
     run_live(tmp_path, check)
 
@@ -482,11 +512,47 @@ def check_metadata_edges(live: Live) -> None:
     assert claim == lead + "its metadata failed the result screen (UNSCREENED)", claim
 
 
+def split_tools(secret: str, at: int, n: int) -> list[dict[str, Any]]:
+    """Tools whose metadata carries ``secret`` split at ``at`` across two or three strings:
+    title and description, description and the schema's, two ``_meta`` values, a schema's
+    property descriptions (neighbours in document order)."""
+    a, b = secret[:at], secret[at:]
+    schema = {"type": "object"}
+    props = {"type": "object", "properties": {"p": {"description": a}, "q": {"description": b}}}
+    return [
+        {"name": f"x_split{n}_0", "inputSchema": schema, "title": a, "description": b},
+        {"name": f"x_split{n}_1", "description": a, "inputSchema": {"description": b, **schema}},
+        {"name": f"x_split{n}_2", "inputSchema": schema, "_meta": {"k": [a, {"v": b}]}},
+        {"name": f"x_split{n}_3", "inputSchema": props},
+    ]
+
+
+def check_split_metadata(live: Live) -> None:
+    """A secret split at every position of every shape across the strings of a tool's
+    metadata hides the tool, and no half of it is listed; a clean neighbour stays."""
+    tools: list[dict[str, Any]] = []
+    halves: set[str] = set()
+    for secret, at in splits():
+        tools.extend(split_tools(secret, at, len(tools)))
+        halves |= set(long_halves(secret, at))
+    clean = {"name": "x_clean", "inputSchema": {"type": "object"}, "description": "a sk- key"}
+    live.scripted.set_tools([*tools, clean])
+    listed, called = live.call(_list_then_call, tools[-1]["name"])
+    names = {t.name for t in listed}
+    shown = sorted(names & {t["name"] for t in tools})
+    assert "x_clean" in names and not shown, shown
+    wire = json.dumps([t.model_dump(mode="json", by_alias=True) for t in listed])
+    assert not [h for h in halves if h in wire]
+    v = body(called)["verdict"]
+    assert (v["kind"], v["reason"]) == ("DENY", "TRUST_VIOLATION"), v
+
+
 @pytest.mark.fak_theorem("D11.1")
 def test_poisoned_tool_metadata_is_hidden_and_refused(tmp_path: Path) -> None:
     def check(live: Live) -> None:
         check_poisoned_tool(live)
         check_metadata_edges(live)
+        check_split_metadata(live)
 
     run_live(tmp_path, check)
 

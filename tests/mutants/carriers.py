@@ -77,6 +77,31 @@ def unknown_blocks_pass() -> Any:
     return mock.patch.object(anthropic_proxy, "ANTHROPIC_BLOCKS", _Permissive(ANTHROPIC_BLOCKS))
 
 
+@mutant("D10.4/custom-result-unnamed")
+def custom_result_unnamed() -> Any:
+    """The regression: only a function call names its results; a result answering an
+    OpenAI custom tool call is admitted under no tool name."""
+
+    def function_only(tc: Any) -> str | None:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if isinstance(fn, dict) and isinstance(tc.get("id"), str):
+            return str(fn.get("name") or "")
+        return None
+
+    return mock.patch.object(openai_proxy, "call_name", function_only)
+
+
+@mutant("D10.4/split-part-secret-passes")
+def split_part_secret_passes() -> Any:
+    """The regression: a tool result's parts are screened only as their JSON, so a secret
+    split across two parts passes in halves."""
+
+    def json_only(parts: Any, has_secret: Any = None, orders: Any = ()) -> str:
+        return "\n".join(parts)
+
+    return mock.patch.object(carriers, "joined_text", json_only)
+
+
 # ------------------------------------------------------------------------------- D10.5
 @mutant("D10.4/text-part-extras-unread")
 def text_part_extras_unread() -> Any:
@@ -103,6 +128,15 @@ def server_tool_use_passes() -> Any:
     are relayed like text, unadjudicated, buffered and streamed."""
     return mock.patch.dict(
         ANTHROPIC_BLOCKS, {"server_tool_use": Carrier.PLAIN, "mcp_tool_use": Carrier.PLAIN}
+    )
+
+
+@mutant("D10.5/content-usage-dropped")
+def content_usage_dropped() -> Any:
+    """The regression: a usage the upstream puts on a chunk that carries choices is
+    dropped; only a usage sent on a chunk of its own is relayed."""
+    return mock.patch.object(
+        openai_proxy.OpenAIProxy, "_hold_usage", staticmethod(lambda chunk, held: None)
     )
 
 

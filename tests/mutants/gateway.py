@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from fak_core.calls import Result, Status, ToolCall
-from fak_core.gateway import turn
+from fak_core.gateway import mcp_proxy, turn
 from fak_core.gateway.mcp_downstream import Downstream, DownstreamError, error_class
 from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
 from fak_core.gateway.state import GatewayState
@@ -270,6 +270,17 @@ def metadata_unscreened() -> Any:
         return None
 
     return mock.patch.object(McpProxy, "screen_tool", screen_tool)
+
+
+@mutant("D11.1/split-secret-passes")
+def split_secret_passes() -> Any:
+    """The original bug: the strings of an error answer, a tool's metadata or a result are
+    screened only joined one a line, so a secret split across two of them passes in halves."""
+
+    def lines_only(parts: Any, has_secret: Any = None, orders: Any = ()) -> str:
+        return "\n".join(parts)
+
+    return mock.patch.object(mcp_proxy, "joined_text", lines_only)
 
 
 # ------------------------------------------------------------------------------- D11.2

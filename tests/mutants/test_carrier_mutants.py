@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import tests.mutants.carriers
-from fak_core.gateway import anthropic_proxy, openai_proxy
+from fak_core.gateway import anthropic_proxy, carriers, openai_proxy
 from fak_core.gateway.carriers import ANTHROPIC_BLOCKS, OPENAI_ROLES
 from pytest_fak.mutants import registry
 
@@ -31,13 +31,16 @@ def _snapshot() -> tuple[object, ...]:
                 anthropic_proxy.strip_fak,
                 openai_proxy.screen_text,
                 anthropic_proxy.screen_text,
+                openai_proxy.call_name,
+                carriers.joined_text,
+                openai_proxy.OpenAIProxy.__dict__["_hold_usage"],
             )
         ),
     )
 
 
 def test_the_module_registers_its_mutants() -> None:
-    assert len(IDS) == 8
+    assert len(IDS) == 11
     assert {i.split("/")[0] for i in IDS} == {"D10.4", "D10.5", "D10.6"}
 
 
