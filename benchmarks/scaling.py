@@ -11,7 +11,9 @@ The last rows run a catastrophic policy pattern, ``(a+)+$``, on ``aaa…a!`` as 
 (the result screen): policy patterns are compiled with RE2 (theorem D2.6). Then
 ``^(a+)+$`` as a tool schema's ``pattern`` and ``patternProperties`` key, on both validation
 paths (jsonschema-rs, and ``jsonschema`` for a schema with ``multipleOf``): schema regexes
-run on the linear Rust ``regex`` engine (theorem A7.6). Between 256 KiB and 2 MiB that
+run on the linear Rust ``regex`` engine (theorem A7.6). Last, the schema keywords that
+compare or re-read argument values (``uniqueItems``, ``enum``, ``const``, ``contains``,
+``unevaluatedItems``, a recursive ``$ref``) on both paths (theorem A7.7). Between 256 KiB and 2 MiB that
 engine's time per byte steps up once (as much for ``^a+$`` as for ``^(a+)+$``, and from
 2 MiB to 4 MiB it is back to 2x per doubling): a constant, not backtracking.
 The first rows time ``orjson.loads`` alone, for reference: from 64 KiB to 1 MiB the data
@@ -219,7 +221,7 @@ def _schema_patterns(min_time: float) -> None:
 _KEYWORD_SCHEMAS: dict[str, tuple[dict[str, Any], Callable[[int], Any]]] = {
     "uniqueItems": (
         {"type": "array", "uniqueItems": True},
-        lambda n: [{"k": i} for i in range(n // 10)],
+        lambda n: [{"k": i} for i in range(n // 16)],
     ),
     "enum": (
         {"enum": [[0] * 64 + [1], "x"]},
@@ -239,7 +241,7 @@ _KEYWORD_SCHEMAS: dict[str, tuple[dict[str, Any], Callable[[int], Any]]] = {
             "$defs": {"t": {"type": "array", "items": {"$ref": "#/properties/v"}}},
             "$ref": "#/properties/v/$defs/t",
         },
-        lambda n: [[[]] * 4] * (n // 12),
+        lambda n: [[[]] * 4] * (n // 16),
     ),
 }
 
