@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Reason, ToolCall
@@ -89,6 +89,12 @@ def _probe() -> None:
 @pytest.mark.fak_theorem("A7.7")
 @settings(max_examples=300, deadline=None)
 @given(_arrays())
+@example([1, True])
+@example([0, False])
+@example([True, False, None, "t", "F", "z", "", 0, 1])
+@example([[1], [True]])
+@example([{"a": 0}, {"a": False}, {"a": None}])
+@example([{"a": 1}, {"a": 1.0}])
 def test_unique_items_is_json_schema_equality(items: list[Any]) -> None:
     _probe()
     expected = _unique(items)
@@ -146,3 +152,31 @@ def test_unevaluated_keywords_decide_large_arguments(
     assert compiled.is_valid(args) == valid
     if not valid:
         assert "nevaluated" in compiled.first_error(args)
+
+
+@pytest.mark.fak_theorem("A7.7")
+@pytest.mark.parametrize(
+    ("schema", "instance"),
+    [
+        ({"prefixItems": [{}], "unevaluatedItems": False}, [1, 2, 3]),
+        ({"prefixItems": [{}], "unevaluatedItems": {"type": "string"}}, [1, "a", 3]),
+        ({"properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1, "c": 2, "b": 3}),
+        (
+            {"properties": {"a": {}}, "unevaluatedProperties": {"type": "string"}},
+            {"a": 1, "c": 2, "b": "s", "d": 4},
+        ),
+        ({"properties": {"a": {}}, "unevaluatedProperties": {"type": "string"}}, {"b": "s"}),
+    ],
+)
+def test_unevaluated_keywords_say_what_jsonschema_says(
+    schema: dict[str, Any], instance: Any
+) -> None:
+    """The same verdicts and messages as ``jsonschema``'s own keywords, on small inputs."""
+    import jsonschema
+
+    compiled = compile_schema({**schema, "multipleOf": 1})
+    reference = jsonschema.Draft202012Validator(schema)
+    assert compiled.is_valid(instance) == reference.is_valid(instance)
+    expected = [e.message for e in reference.iter_errors(instance)]
+    got = [e.message for e in compiled._exact.iter_errors(instance)]
+    assert got == expected
