@@ -11,7 +11,9 @@ The last rows run a catastrophic policy pattern, ``(a+)+$``, on ``aaa…a!`` as 
 (the result screen): policy patterns are compiled with RE2 (theorem D2.6). Then
 ``^(a+)+$`` as a tool schema's ``pattern`` and ``patternProperties`` key, on both validation
 paths (jsonschema-rs, and ``jsonschema`` for a schema with ``multipleOf``): schema regexes
-run on the linear Rust ``regex`` engine (theorem A7.6). Between 256 KiB and 2 MiB that
+run on the linear Rust ``regex`` engine (theorem A7.6). Last, the schema keywords that
+compare or re-read argument values (``uniqueItems``, ``enum``, ``const``, ``contains``,
+``unevaluatedItems``, a recursive ``$ref``) on both paths (theorem A7.7). Between 256 KiB and 2 MiB that
 engine's time per byte steps up once (as much for ``^a+$`` as for ``^(a+)+$``, and from
 2 MiB to 4 MiB it is back to 2x per doubling): a constant, not backtracking.
 The first rows time ``orjson.loads`` alone, for reference: from 64 KiB to 1 MiB the data
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<22}{shape:<8}{cells}   {lo:>13.2f}x {hi:>7.2f}x")
     _policy_patterns(ns.min_time)
     _schema_patterns(ns.min_time)
+    _schema_keywords(ns.min_time)
     return 0
 
 
@@ -208,6 +211,60 @@ def _schema_patterns(min_time: float) -> None:
         },
         min_time,
     )
+
+
+#: Keywords that compare or re-read argument values (theorem A7.7), each with arguments of
+#: about ``n`` bytes shaped against it: distinct small objects (``uniqueItems`` compares
+#: items; the original ``jsonschema`` one compared every pair), one large value against
+#: an ``enum``/``const`` that shares its prefix, many items for ``contains`` bounds and
+#: ``unevaluatedItems``, nested arrays through a recursive ``$ref``.
+_KEYWORD_SCHEMAS: dict[str, tuple[dict[str, Any], Callable[[int], Any]]] = {
+    "uniqueItems": (
+        {"type": "array", "uniqueItems": True},
+        lambda n: [{"k": i} for i in range(n // 16)],
+    ),
+    "enum": (
+        {"enum": [[0] * 64 + [1], "x"]},
+        lambda n: [0] * (n // 2),
+    ),
+    "const": ({"const": {"a": [0] * 64}}, lambda n: {"a": [0] * (n // 2)}),
+    "contains": (
+        {"contains": {"type": "integer"}, "minContains": 2, "maxContains": 10**9},
+        lambda n: list(range(n // 8)),
+    ),
+    "unevaluatedItems": (
+        {"prefixItems": [{}], "contains": {"type": "integer"}, "unevaluatedItems": False},
+        lambda n: list(range(n // 8)),
+    ),
+    "$ref recursion": (
+        {
+            "$defs": {"t": {"type": "array", "items": {"$ref": "#/properties/v"}}},
+            "$ref": "#/properties/v/$defs/t",
+        },
+        lambda n: [[[]] * 4] * (n // 16),
+    ),
+}
+
+
+def _schema_keywords(min_time: float) -> None:
+    """Each keyword of :data:`_KEYWORD_SCHEMAS` on both validation paths (rung 1 through
+    ``Kernel.decide``; the exact path is ``jsonschema`` for a schema with ``multipleOf``)."""
+    kernel = Kernel(load_policy(orjson.dumps({"allow_prefix": ["k_"]}).decode(), fmt="json"))
+    rows: dict[str, Callable[[int], Callable[[], object]]] = {}
+    for keyword, (schema, value) in _KEYWORD_SCHEMAS.items():
+        for path in ("fast", "exact"):
+            props: dict[str, Any] = {"v": schema}
+            if path == "exact":
+                props["n"] = {"type": "number", "multipleOf": 0.5}
+            tool = f"k_{keyword}_{path}"
+            kernel.register_schema(tool, {"type": "object", "properties": props})
+
+            def make(n: int, tool: str = tool, value: Any = value) -> Callable[[], object]:
+                call = ToolCall(tool, orjson.dumps({"v": value(n)}).decode())
+                return lambda: kernel.decide(call)
+
+            rows[f"{keyword} {path}"] = make
+    _rows(rows, min_time)
 
 
 if __name__ == "__main__":

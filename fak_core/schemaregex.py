@@ -27,10 +27,14 @@ import jsonschema_rs
 import re2
 from jsonschema.exceptions import ValidationError
 
+from fak_core.schemaequal import unique_items
+from fak_core.schemaunevaluated import unevaluated_items, unevaluated_properties
+
 __all__ = [
     "LINEAR",
     "LINEAR_KEYWORDS",
     "LinearPattern",
+    "QUADRATIC_KEYWORDS",
     "exact_validator_class",
     "linear_pattern",
     "locate",
@@ -177,12 +181,21 @@ LINEAR_KEYWORDS = {
     "additionalProperties": _additional_properties,
 }
 
+#: The keywords whose ``jsonschema`` implementation is quadratic in the arguments (A7.7).
+QUADRATIC_KEYWORDS = {
+    "uniqueItems": unique_items,
+    "unevaluatedItems": unevaluated_items,
+    "unevaluatedProperties": unevaluated_properties,
+}
+
 
 @functools.cache
 def exact_validator_class(cls: type[Any]) -> type[Any]:
-    """``cls`` (a ``jsonschema`` validator class) with every regex on the linear engine.
+    """``cls`` (a ``jsonschema`` validator class) with every regex on the linear engine and
+    the keywords ``jsonschema`` runs in quadratic time (:data:`QUADRATIC_KEYWORDS`) linear.
 
     ``unevaluatedProperties`` still matches ``patternProperties`` with ``re`` inside
     ``jsonschema``; :func:`fak_core.schemas.compile_schema` refuses that combination on
     this path."""
-    return jsonschema.validators.extend(cls, LINEAR_KEYWORDS)  # type: ignore[no-any-return]
+    keywords = {**LINEAR_KEYWORDS, **QUADRATIC_KEYWORDS}
+    return jsonschema.validators.extend(cls, keywords)  # type: ignore[no-any-return]

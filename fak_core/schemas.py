@@ -9,6 +9,9 @@ One exception: jsonschema-rs decides ``multipleOf`` in floating point, so it tak
 141668294859277408 (as a JSON number with an exponent) for a multiple of 5. A schema that
 uses ``multipleOf`` anywhere is validated by ``jsonschema`` itself, which divides exactly;
 such tools pay Python validation speed on rung 1 (the differential test found this).
+Likewise ``uniqueItems``: jsonschema-rs took -2**63 and -9.223372036854776e18 (the same
+number) for different items; the exact path decides it by canonical keys in linear time
+(:mod:`fak_core.schemaequal`, theorem A7.7).
 
 Every regular expression a schema applies to the arguments runs on one linear-time engine
 on both paths (:mod:`fak_core.schemaregex`); a pattern that engine cannot take is refused
@@ -40,7 +43,7 @@ class InvalidSchemaError(ValueError):
 
 
 #: Keywords jsonschema-rs gets wrong at the edges; a schema using one is validated exactly.
-INEXACT_KEYWORDS = frozenset({"multipleOf"})
+INEXACT_KEYWORDS = frozenset({"multipleOf", "uniqueItems"})
 
 
 def _uses(doc: Any, keywords: frozenset[str]) -> bool:

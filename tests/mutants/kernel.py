@@ -611,3 +611,21 @@ def silent_fallback() -> Any:
     stack.enter_context(mock.patch.object(_schemas, "_fast_validator", fast_validator))
     stack.enter_context(mock.patch.object(_schemas, "exact_validator_class", lambda cls: cls))
     return stack
+
+
+# ------------------------------------------------------- A7.7 linear schema keywords
+@mutant("A7.7/quadratic-unique")
+def quadratic_unique() -> Any:
+    """The exact path decides ``uniqueItems`` with ``jsonschema``'s own implementation
+    (sort and compare neighbours, else compare every pair): the original bug."""
+    import jsonschema.validators
+    from jsonschema import _keywords
+
+    from fak_core.schemaregex import LINEAR_KEYWORDS, QUADRATIC_KEYWORDS
+
+    def exact(cls: Any) -> Any:
+        keywords = {**LINEAR_KEYWORDS, **QUADRATIC_KEYWORDS}
+        keywords["uniqueItems"] = _keywords.uniqueItems
+        return jsonschema.validators.extend(cls, keywords)
+
+    return mock.patch.object(_schemas, "exact_validator_class", exact)
