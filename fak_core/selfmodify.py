@@ -28,7 +28,6 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from fak_core.globmatch import Glob, compile_glob
 
@@ -133,7 +132,7 @@ def patch_paths(text: str) -> Iterator[str]:
                 break
 
 
-class _Gated:
+class Gated:
     """One protected glob, compiled, with the pieces every text it matches contains."""
 
     __slots__ = ("glob", "pieces", "prog", "spaced")
@@ -162,50 +161,35 @@ class _Gated:
 
 
 class PathGuard:
-    """The protected globs of one policy; :meth:`first_protected` walks arguments."""
+    """The protected globs of one policy: :meth:`candidates` narrows them by a call's raw
+    text, :meth:`protected` reads one key or string (the floor's walk,
+    :class:`fak_core.argscan.ArgumentScan`, asks it of every key and string)."""
+
+    __slots__ = ("_globs",)
 
     def __init__(self, globs: Iterable[str]) -> None:
-        self._globs = tuple(_Gated(g) for g in globs)
+        self._globs = tuple(Gated(g) for g in globs)
 
     def __bool__(self) -> bool:
         return bool(self._globs)
 
-    def first_protected(self, args: Any, raw: str | bytes | None = None) -> str | None:
-        """The first glob that a key or string anywhere in ``args`` names, or None.
+    def candidates(self, raw: str | bytes | None) -> tuple[Gated, ...]:
+        """The globs that arguments parsed from the JSON text ``raw`` may name (all of
+        them when ``raw`` is None).
 
-        ``raw``, the JSON text ``args`` was parsed from, lets most calls skip the walk:
-        without a backslash it holds no escape, so every key and string (and every word
-        cut from one) is a substring of it with quotes removed, and a glob none of whose
-        pieces occur there cannot be named.
+        Without a backslash the text holds no escape, so every key and string (and every
+        word cut from one) is a substring of it with quotes removed, and a glob none of
+        whose pieces occur there cannot be named: most calls need no walk at all.
         """
         globs = self._globs
-        if raw is not None:
+        if raw is not None and globs:
             text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
             if "\\" not in text:
                 text = _unquoted(text)
                 globs = tuple(g for g in globs if g.could_name(text))
-                if not globs:
-                    return None
-        stack: list[Any] = [args]
-        pop, push = stack.pop, stack.append
-        while stack:
-            value = pop()
-            if type(value) is str:
-                if value:
-                    hit = self.protected(value, globs)
-                    if hit is not None:
-                        return hit
-            elif type(value) is dict:
-                for k, v in value.items():
-                    hit = self.protected(k, globs) if k else None
-                    if hit is not None:
-                        return hit
-                    push(v)
-            elif type(value) is list:
-                stack.extend(value)
-        return None
+        return globs
 
-    def protected(self, text: str, globs: tuple[_Gated, ...] | None = None) -> str | None:
+    def protected(self, text: str, globs: tuple[Gated, ...] | None = None) -> str | None:
         """The first glob that ``text`` names as a whole, in a patch header or as a word.
 
         Each reading of ``text`` (patch names, words, unquoted variants) is made at most
