@@ -522,6 +522,20 @@ def raw_markers() -> Any:
     return mock.patch.object(_admission, "_views", lambda text: (text.lower(),))
 
 
+@mutant("C4.5/surrogate-raises")
+def surrogate_raises() -> Any:
+    """The policy's secret patterns search a result holding a lone surrogate as it is: RE2
+    reads UTF-8, cannot encode it, and the admitter raises (the original bug)."""
+
+    def has_secret(self: Any, text: str) -> bool:
+        extra = self._extra_secret
+        return self._secret.search(text) is not None or (
+            extra is not None and extra.search(text) is not None
+        )
+
+    return mock.patch.object(_admission.ResultScreen, "_has_secret", has_secret)
+
+
 @mutant("C4.5/raw-secrets")
 def raw_secrets() -> Any:
     """Search secret shapes in the raw text only."""
