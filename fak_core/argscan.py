@@ -72,14 +72,14 @@ class ArgumentScan:
                             break
                 if globs:
                     for k in value:
-                        glob = protected(k, globs) if k else None
+                        glob = protected(k, globs)
                         if glob is not None:
                             return glob, None, False
                 value = value.values()
             for v in value:
                 kind = type(v)
                 if kind is str:
-                    if globs and v:
+                    if globs:
                         glob = protected(v, globs)
                         if glob is not None:
                             return glob, None, False
