@@ -5,12 +5,11 @@ Every key and every string at any depth is a candidate, and so is every path it 
 * the whole string (or key);
 * the file names in a patch's headers (``*** Update File: p``, ``*** Add File: p``,
   ``*** Delete File: p``, ``*** Move to: p``, ``--- a/p``, ``+++ b/p``, ``diff --git``,
-  ``rename``/``copy from``/``to``, ``Index: p``), one per line;
+  ``rename``/``copy from``/``to``, ``Index: p``), one per line, in a text of one line too;
 * its shell words: the text with quote characters removed (backslashes kept, and again
   removed), split on white space and shell punctuation (``;|&<>()`=,:[]{}``); and, for a
-  glob other than a plain name or directory (``*.pem``, or one holding such a character)
-  and a quoted string, the words :func:`shlex.split` would read (:func:`shlex_words`,
-  which never raises).
+  glob other than a plain name or directory (``*.pem``, or one holding such a character),
+  the words :func:`shlex.split` would read (:func:`shlex_words`, which never raises).
 
 Each candidate is normalised (``\\`` to ``/``, then :func:`posixpath.normpath`) and
 matched by each glob against its every trailing part (:func:`fak_core.floor.glob_matches`).
@@ -195,7 +194,7 @@ class PathGuard:
         Each reading of ``text`` (patch names, words, unquoted variants) is made at most
         once, and only for a glob whose pieces occur in the text it is cut from."""
         quoted = "'" in text or '"' in text or "\\" in text
-        variants: tuple[str, str] | None = None
+        bare: str | None = None  # the text without quotes and backslashes
         names: list[str] | None = None
         words: list[str] | None = None
         shlexed: list[str] | None = None
@@ -203,23 +202,24 @@ class PathGuard:
             if g.could_name(text):
                 if g.matches(text):
                     return g.glob
-                if "\n" in text or "\r" in text:
-                    if names is None:
-                        names = [n for n in patch_paths(text) if n]
-                    if g.any_match(names):
-                        return g.glob
+                if names is None:  # a header is a line: a text of one line may be one
+                    names = [n for n in patch_paths(text) if n]
+                if g.any_match(names):
+                    return g.glob
             elif not quoted:
                 continue
             else:
-                if variants is None:
-                    variants = (_unquoted(text), _unescaped(text))
-                if not (g.could_name(variants[0]) or g.could_name(variants[1])):
+                # removing quotes and backslashes only joins text: a piece found after
+                # removing quotes is found after removing backslashes too
+                if bare is None:
+                    bare = _unescaped(text)
+                if not g.could_name(bare):
                     continue
             if words is None:
                 words = shell_words(text)
             if g.any_match(words):
                 return g.glob
-            if g.spaced and quoted:  # the shell's own reading of the words
+            if g.spaced:  # the shell's own reading of the words (a separator in the glob)
                 if shlexed is None:
                     shlexed = shlex_words(text)
                 if g.any_match(shlexed):

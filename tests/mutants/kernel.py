@@ -405,6 +405,30 @@ def first_key_only() -> Any:
     return mock.patch.object(ArgumentScan, "scan", scan)
 
 
+@mutant("D2.4/unquoted-words-unread")
+def unquoted_words_unread() -> Any:
+    """The shell's own reading of the words is made only for a quoted text, so a plain
+    word holding a separator the glob holds too (``data,v2/x``) is never read whole (the
+    original bug)."""
+    from fak_core.selfmodify import PathGuard
+    from tests.mutants.sourcepatch import edited
+
+    return edited(PathGuard.protected, ("if g.spaced:", "if g.spaced and quoted:"))
+
+
+@mutant("D2.4/one-line-header-unread")
+def one_line_header_unread() -> Any:
+    """Patch headers are read only in a text of several lines, so one header line on its
+    own (``*** Update File: My Docs/x``) is not read (the original bug)."""
+    from fak_core.selfmodify import PathGuard
+    from tests.mutants.sourcepatch import edited
+
+    return edited(
+        PathGuard.protected,
+        ("if g.any_match(names):", r'if ("\n" in text or "\r" in text) and g.any_match(names):'),
+    )
+
+
 @mutant("D2.5/top-level-only")
 def top_level_only() -> Any:
     """Redaction sees only top-level keys, by their lower-case spelling (the original bug)."""
