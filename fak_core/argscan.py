@@ -5,8 +5,8 @@ path (the self-modify guard, :class:`fak_core.selfmodify.PathGuard`, for a write
 tool), does a string name a denied host (:class:`fak_core.hosts.HostDenyList`), and does a
 key name a redacted field (:class:`fak_core.redact.Redactor`, for an allowed tool under a
 policy that redacts). :meth:`ArgumentScan.scan` answers all three in one pass: every
-object, array and string at every depth is visited once (through an explicit stack, no
-recursion), and each question still open is asked with its own exact check:
+object, array and string at every depth is visited once (breadth first, through a list
+the walk appends to, no recursion), and each question still open is asked with its own exact check:
 :meth:`PathGuard.protected` of every key and string, :meth:`HostDenyList.check` of every
 string the quick screen (:meth:`HostDenyList.plain`) cannot clear, and
 :meth:`Redactor.hit` of every key of an object whose keys are not all known to be clean.
@@ -61,9 +61,8 @@ class ArgumentScan:
         clean, hit, protected = self._clean, self._hit, self._protected
         why: str | None = None
         redacted = False
-        stack: list[Any] | None = None  # only made when there is something nested
-        value: Any = args
-        while True:
+        todo: list[Any] = [args]  # every object and array met; grows as the walk reads
+        for value in todo:
             if type(value) is dict:
                 if keys and not value.keys() <= clean:
                     for k in value:
@@ -90,10 +89,5 @@ class ArgumentScan:
                                 return None, why, False
                             hosts = False  # denied: only a protected path can still matter
                 elif kind is dict or kind is list:
-                    if stack is None:
-                        stack = [v]
-                    else:
-                        stack.append(v)
-            if not stack:
-                return None, why, redacted
-            value = stack.pop()
+                    todo.append(v)
+        return None, why, redacted
