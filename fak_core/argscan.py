@@ -75,6 +75,8 @@ class ArgumentScan:
                         if glob is not None:
                             return glob, None, False
                 value = value.values()
+            elif type(value) is not list:  # only objects and arrays are ever queued
+                continue
             for v in value:
                 kind = type(v)
                 if kind is str:
