@@ -36,7 +36,8 @@ from fak_core.hosts import names_network_host
 
 # ----------------------------------------------------------------- D2.4 self-modify anywhere
 # the last two hold a space and a shell separator: a plain shell word cut at them is not
-# the path, so the shell's own reading of the words (and a patch header's name) must be
+# the path, so the shell's own reading of the words (and a patch header's name) must be;
+# they are in every policy here, generated paths are drawn under the first five
 GLOBS = (
     "fak_core/",
     "theorems/",
@@ -56,7 +57,7 @@ BENIGN_PATH = "notes/todo.txt"
 @st.composite
 def protected_paths(draw: st.DrawFn) -> str:
     """A concrete path that one of GLOBS covers, by construction."""
-    glob = draw(st.sampled_from(GLOBS))
+    glob = draw(st.sampled_from(GLOBS[:5]))  # (the spaced globs: fixed cases below)
     prefix = draw(st.sampled_from(["", "./", "/work/repo/", "a/b/", "x/../", "./x/../y/"]))
     if glob.endswith("/"):
         tail = draw(st.sampled_from(["kernel.py", "x/y.md", "deep/er/file", "a b.txt"]))
@@ -77,12 +78,13 @@ def _quote(draw: st.DrawFn, p: str) -> str:
     if how == "double":
         return f'"{p}"'
     if how == "split":  # fa'k_co're/...: the shell joins the pieces
-        i = draw(st.integers(1, max(1, len(p) - 1)))
+        # the quote opens before any space, which must stay quoted
+        i = draw(st.integers(1, max(1, p.find(" ") if " " in p else len(p) - 1)))
         return f"{p[:i]}'{p[i:]}'"
     if how == "escaped" and "\\" not in p and " " not in p:
         i = draw(st.integers(0, len(p) - 1))
         return p if p[i] == "/" else p[:i] + "\\" + p[i:]
-    return p
+    return f"'{p}'" if " " in p else p  # a space outside quotes would cut the word
 
 
 PATCHES = (
