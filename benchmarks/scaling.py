@@ -37,8 +37,10 @@ from typing import Any
 import orjson
 
 from fak_core import Kernel, Taint, ToolCall, default_policy
+from fak_core.argscan import ArgumentScan
 from fak_core.calls import Result, Status
 from fak_core.policy import load_policy
+from fak_core.selfmodify import PathGuard
 from fak_core.sinks import classify
 from fak_core.view import CallView
 
@@ -81,11 +83,14 @@ def checks(kernel: Kernel) -> dict[str, Callable[[str, str], Callable[[], object
 
     def self_modify(tool: str, raw: str) -> Callable[[], object]:
         args = orjson.loads(raw)
-        return lambda: floor._self_modify(args, raw)  # with the raw text, as the floor has it
+        # the floor's walk asking only for paths, with the globs the raw text can name
+        scan = ArgumentScan(floor._guard, None, floor._redact).scan
+        return lambda: scan(args, floor._guard.candidates(raw), False)
 
     def redaction(tool: str, raw: str) -> Callable[[], object]:
         args = orjson.loads(raw)
-        return lambda: floor._redact.names_redacted(args) and floor._redact.redact(args)
+        scan = ArgumentScan(PathGuard(()), None, floor._redact).scan  # only for keys
+        return lambda: scan(args, (), True)[2] and floor._redact.redact(args)
 
     def sinks(tool: str, raw: str) -> Callable[[], object]:
         args = orjson.loads(raw)

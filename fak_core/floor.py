@@ -3,7 +3,9 @@
 Order of checks: the deny map; unparseable arguments; self-modification (a write-shaped
 tool aimed at a protected path); per-argument rules; denied egress hosts (every string
 argument, read by ``fak_core.hosts`` in canonical form); then, for an
-allowed tool, redaction (TRANSFORM) or ALLOW; everything else is DEFAULT_DENY. Under the
+allowed tool, redaction (TRANSFORM) or ALLOW; everything else is DEFAULT_DENY. The
+protected paths, denied hosts and redacted keys are read in one walk over the arguments
+(:mod:`fak_core.argscan`); the order above is the order their verdicts take. Under the
 opt-in posture ``admit_and_log`` a default deny becomes an ALLOW that records it.
 """
 
@@ -15,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from fak_core.argscan import ArgumentScan
 from fak_core.globmatch import compile_glob
 from fak_core.hosts import HostDenyList
 from fak_core.nonblocking import nonblocking
@@ -22,7 +25,7 @@ from fak_core.patterns import compile_policy_pattern
 from fak_core.policy import ArgRule, Policy
 from fak_core.reasons import Reason, ReasonRegistry
 from fak_core.redact import Redactor
-from fak_core.selfmodify import PathGuard, glob_pattern
+from fak_core.selfmodify import Gated, PathGuard, glob_pattern
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
@@ -111,6 +114,7 @@ class CapabilityFloor:
         self._redacts = bool(policy.redact_fields)
         # every string in the arguments is read as a URL and as a host (fak_core.hosts)
         self._hosts = HostDenyList(policy.deny_hosts) if policy.deny_hosts else None
+        self._scan = ArgumentScan(self._guard, self._hosts, self._redact)
         rules: dict[str, list[tuple[ArgRule, Any, int]]] = {}
         for i, r in enumerate(policy.arg_rules):
             compiled = (
@@ -132,32 +136,51 @@ class CapabilityFloor:
         args = view.args()
         if args is None:
             return Verdict.deny(Reason.MALFORMED, BY, claim="arguments are not a JSON object")
-        if self._globs and self._write_shaped(tool):
-            v = self._self_modify(args, view.call.args)
-            if v is not None:
-                return v
-        if self._rules:
-            rules = self._rules.get(tool.lower())
-            if rules:
-                v = self._arg_rules(rules, args)
-                if v is not None:
-                    return v
-        if self._hosts is not None:
-            why = self._hosts.refusal(args)
-            if why is not None:
-                return Verdict.deny(Reason.EGRESS_BLOCK, BY, claim=why)
-        if tool in self._allow or prefix_allows(self._prefixes, tool, self.separator):
-            if self._redacts and self._redact.names_redacted(args):
-                kept, dropped = self._redact.redact(args)
-                return Verdict.transform(
-                    orjson.dumps(kept).decode("utf-8"), BY, meta={"redacted": ",".join(dropped)}
-                )
+        allowed = tool in self._allow or prefix_allows(self._prefixes, tool, self.separator)
+        v = self._arguments(view, tool, args, allowed)
+        if v is not None:
+            return v
+        if allowed:
             return _ALLOWED
         if self._log_only:
             return Verdict.allow(
                 BY, meta={"posture": "admit_and_log", "would_deny": "DEFAULT_DENY"}
             )
         return Verdict.deny(Reason.DEFAULT_DENY, BY, claim=f"no policy rule allows tool {tool}")
+
+    def _arguments(
+        self, view: CallView, tool: str, args: dict[str, Any], allowed: bool
+    ) -> Verdict | None:
+        """What the arguments decide, in this order: a protected path named by a
+        write-shaped tool (SELF_MODIFY), a per-argument rule, a denied host (EGRESS_BLOCK),
+        a redacted key of an allowed tool (TRANSFORM); None when they decide nothing.
+
+        Paths, hosts and keys are read in one walk (:class:`fak_core.argscan.ArgumentScan`),
+        asking for paths only the globs the raw text can name."""
+        globs: tuple[Gated, ...] = ()
+        if self._globs:
+            write = self._write_memo.get(tool)
+            if write is None:
+                write = self._write_shaped(tool)
+            if write:
+                globs = self._guard.candidates(view.call.args)
+        glob, why, redacted = self._scan.scan(args, globs, allowed and self._redacts)
+        if glob is not None:
+            return Verdict.deny(Reason.SELF_MODIFY, BY, claim=glob)
+        if self._rules:
+            rules = self._rules.get(tool.lower())
+            if rules:
+                v = self._arg_rules(rules, args)
+                if v is not None:
+                    return v
+        if why is not None:
+            return Verdict.deny(Reason.EGRESS_BLOCK, BY, claim=why)
+        if redacted:
+            kept, dropped = self._redact.redact(args)
+            return Verdict.transform(
+                orjson.dumps(kept).decode("utf-8"), BY, meta={"redacted": ",".join(dropped)}
+            )
+        return None
 
     def _write_shaped(self, tool: str) -> bool:
         # memoised per floor: tool names repeat; the memo is bounded and private
@@ -168,14 +191,6 @@ class CapabilityFloor:
                 memo.clear()
             hit = memo[tool] = is_write_shaped(tool)
         return hit
-
-    def _self_modify(self, args: dict[str, Any], raw: str | bytes | None = None) -> Verdict | None:
-        """DENY/SELF_MODIFY when a key or string at any depth names a protected path
-        (whole, in a patch header or as a shell word: :mod:`fak_core.selfmodify`)."""
-        glob = self._guard.first_protected(args, raw)
-        if glob is not None:
-            return Verdict.deny(Reason.SELF_MODIFY, BY, claim=glob)
-        return None
 
     def _arg_rules(
         self, rules: list[tuple[ArgRule, Any, int]], args: dict[str, Any]

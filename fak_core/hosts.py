@@ -29,7 +29,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from socket import inet_aton
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ada_url import HostType, SchemeType
@@ -310,7 +310,8 @@ class HostDenyList:
         self.addresses = frozenset(addresses)
         self.networks = tuple(networks)
         self.link_local = link_local
-        self._single = frozenset(n for n in names if "." not in n)
+        #: The denied names of one label (``localhost``): the only ones a word can be.
+        self.single = frozenset(n for n in names if "." not in n)
 
     def denies(self, host: Host) -> str | None:
         """Why ``host`` is denied (the entry or range it falls in), or None."""
@@ -329,19 +330,20 @@ class HostDenyList:
                     return f"{what} is in the denied range {net}"
         return None
 
-    def _plain(self, s: str) -> bool:
-        # Whether ``s`` provably names no denied host in any reading, without parsing it:
-        # an ASCII word of letters, digits, '.', '-' and '_' is its own host in every
-        # reading, and an address only when its last label is a number (digits or 0x...).
+    def plain(self, s: str) -> bool:
+        """The quick screen: whether ``s`` provably names no denied host in any reading,
+        without parsing it. An ASCII word of letters, digits, ``.``, ``-`` and ``_`` is its
+        own host in every reading, and an address only when its last label is a number
+        (digits or ``0x``...); False means "read it in full" (:meth:`check`)."""
         if not s.isascii():
             return False
         if s.isalnum():
             if s.isdigit() or s[:2] in _HEX_PREFIXES:
                 return False
-            return not self._single or s.lower() not in self._single
+            return not self.single or s.lower() not in self.single
         word = s.replace("-", "").replace("_", "")
         if "." not in s:  # one label with '-' or '_' is never a number
-            return word.isalnum() and (not self._single or s.lower() not in self._single)
+            return word.isalnum() and (not self.single or s.lower() not in self.single)
         if not word.replace(".", "").isalnum():
             return False
         low = s.lower().rstrip(".")
@@ -352,7 +354,7 @@ class HostDenyList:
 
     def check(self, value: str) -> str | None:
         """Why the string ``value`` is a denied destination, or None."""
-        if self._plain(value):
+        if self.plain(value):
             return None
         try:
             hosts = destination_hosts(value)
@@ -363,34 +365,3 @@ class HostDenyList:
             if why is not None:
                 return f"egress to {why}"
         return None
-
-    def refusal(self, args: Any) -> str | None:
-        """Why any string at any depth of the JSON value ``args`` is denied, or None."""
-        plain, check, words = self._plain, self.check, not self._single
-        stack: list[Any] | None = None  # only made when there is something nested
-        values = args.values() if type(args) is dict else (args,)
-        while True:
-            for value in values:
-                kind = type(value)
-                if kind is str:
-                    # inlined first case of _plain: an ASCII word of letters names no host
-                    # but itself, and no single-label name is denied
-                    if words and value.isalpha() and value.isascii():
-                        continue
-                    if not plain(value):
-                        why = check(value)
-                        if why is not None:
-                            return why
-                elif kind is dict:
-                    if stack is None:
-                        stack = [value.values()]
-                    else:
-                        stack.append(value.values())
-                elif kind is list:
-                    if stack is None:
-                        stack = [value]
-                    else:
-                        stack.append(value)
-            if not stack:
-                return None
-            values = stack.pop()

@@ -6,8 +6,10 @@ entry. Normalisation lower-cases the name and drops ``-``, ``_``, ``.`` and spac
 ``apiKey``, ``API KEY`` all match ``api_key``. It is equality after normalisation, not a
 substring test: ``password_hint`` and ``max_tokens`` are not redacted by ``password`` and
 ``token``. Keys are matched in every object at every depth, including objects inside
-arrays. The walk and the rewrite are iterative (no recursion, whatever the nesting) and
-visit each value once.
+arrays: the floor finds them in its one walk over the arguments
+(:class:`fak_core.argscan.ArgumentScan`, asking :meth:`Redactor.hit`), and
+:meth:`Redactor.redact` rewrites them. Both are iterative (no recursion, whatever the
+nesting) and visit each value once.
 """
 
 from __future__ import annotations
@@ -31,54 +33,29 @@ class Redactor:
 
     def __init__(self, fields: Iterable[str]) -> None:
         self._fields = frozenset(normalise_field(f) for f in fields)
-        self._memo: dict[str, bool] = {}
+        #: Keys known not to be redacted fields (bounded): an object all of whose keys are
+        #: here has none to redact, which one C-level subset test tells
+        #: (``obj.keys() <= clean``, :mod:`fak_core.argscan`).
+        self.clean: set[str] = set()
 
     def __bool__(self) -> bool:
         return bool(self._fields)
 
-    def _hit(self, key: str) -> bool:
-        # memoised per policy: key names repeat from call to call; the memo is bounded
-        memo = self._memo
-        hit = memo.get(key)
-        if hit is None:
-            if len(memo) >= _MEMO_LIMIT:
-                memo.clear()
-            hit = memo[key] = normalise_field(key) in self._fields
-        return hit
-
-    def names_redacted(self, args: Any) -> bool:
-        """Whether any object anywhere in ``args`` has a redacted key."""
-        memo = self._memo
-        stack: list[Any] | None = None  # only made when there is something nested
-        value = args
-        while True:
-            if type(value) is dict:
-                for k, v in value.items():
-                    hit = memo.get(k)
-                    if hit is None:
-                        hit = self._hit(k)
-                    if hit:
-                        return True
-                    if type(v) is dict or type(v) is list:
-                        if stack is None:
-                            stack = [v]
-                        else:
-                            stack.append(v)
-            else:  # a list: only containers are pushed
-                for v in value:
-                    if type(v) is dict or type(v) is list:
-                        if stack is None:
-                            stack = [v]
-                        else:
-                            stack.append(v)
-            if not stack:
-                return False
-            value = stack.pop()
+    def hit(self, key: str) -> bool:
+        """Whether ``key`` is a redacted field; a key that is not joins :attr:`clean`
+        (key names repeat from call to call; the set is bounded)."""
+        if normalise_field(key) in self._fields:
+            return True
+        clean = self.clean
+        if len(clean) >= _MEMO_LIMIT:
+            clean.clear()
+        clean.add(key)
+        return False
 
     def redact(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """A copy of ``args`` without the redacted keys (at any depth), and their sorted,
         de-duplicated names as sent."""
-        hit = self._hit
+        hit, clean = self.hit, self.clean
         dropped: set[str] = set()
         out: dict[str, Any] = {}
         stack: list[tuple[Any, Any]] = [(args, out)]
@@ -88,7 +65,7 @@ class Redactor:
             src, dst = pop()
             if type(src) is dict:
                 for k, v in src.items():
-                    if hit(k):
+                    if k not in clean and hit(k):
                         dropped.add(k)
                         continue
                     if type(v) is dict or type(v) is list:

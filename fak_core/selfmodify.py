@@ -5,12 +5,11 @@ Every key and every string at any depth is a candidate, and so is every path it 
 * the whole string (or key);
 * the file names in a patch's headers (``*** Update File: p``, ``*** Add File: p``,
   ``*** Delete File: p``, ``*** Move to: p``, ``--- a/p``, ``+++ b/p``, ``diff --git``,
-  ``rename``/``copy from``/``to``, ``Index: p``), one per line;
+  ``rename``/``copy from``/``to``, ``Index: p``), one per line, in a text of one line too;
 * its shell words: the text with quote characters removed (backslashes kept, and again
   removed), split on white space and shell punctuation (``;|&<>()`=,:[]{}``); and, for a
-  glob other than a plain name or directory (``*.pem``, or one holding such a character)
-  and a quoted string, the words :func:`shlex.split` would read (:func:`shlex_words`,
-  which never raises).
+  glob other than a plain name or directory (``*.pem``, or one holding such a character),
+  the words :func:`shlex.split` would read (:func:`shlex_words`, which never raises).
 
 Each candidate is normalised (``\\`` to ``/``, then :func:`posixpath.normpath`) and
 matched by each glob against its every trailing part (:func:`fak_core.floor.glob_matches`).
@@ -28,7 +27,6 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from fak_core.globmatch import Glob, compile_glob
 
@@ -133,7 +131,7 @@ def patch_paths(text: str) -> Iterator[str]:
                 break
 
 
-class _Gated:
+class Gated:
     """One protected glob, compiled, with the pieces every text it matches contains."""
 
     __slots__ = ("glob", "pieces", "prog", "spaced")
@@ -162,56 +160,41 @@ class _Gated:
 
 
 class PathGuard:
-    """The protected globs of one policy; :meth:`first_protected` walks arguments."""
+    """The protected globs of one policy: :meth:`candidates` narrows them by a call's raw
+    text, :meth:`protected` reads one key or string (the floor's walk,
+    :class:`fak_core.argscan.ArgumentScan`, asks it of every key and string)."""
+
+    __slots__ = ("_globs",)
 
     def __init__(self, globs: Iterable[str]) -> None:
-        self._globs = tuple(_Gated(g) for g in globs)
+        self._globs = tuple(Gated(g) for g in globs)
 
     def __bool__(self) -> bool:
         return bool(self._globs)
 
-    def first_protected(self, args: Any, raw: str | bytes | None = None) -> str | None:
-        """The first glob that a key or string anywhere in ``args`` names, or None.
+    def candidates(self, raw: str | bytes | None) -> tuple[Gated, ...]:
+        """The globs that arguments parsed from the JSON text ``raw`` may name (all of
+        them when ``raw`` is None).
 
-        ``raw``, the JSON text ``args`` was parsed from, lets most calls skip the walk:
-        without a backslash it holds no escape, so every key and string (and every word
-        cut from one) is a substring of it with quotes removed, and a glob none of whose
-        pieces occur there cannot be named.
+        Without a backslash the text holds no escape, so every key and string (and every
+        word cut from one) is a substring of it with quotes removed, and a glob none of
+        whose pieces occur there cannot be named: most calls need no walk at all.
         """
         globs = self._globs
-        if raw is not None:
+        if raw is not None and globs:
             text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
             if "\\" not in text:
                 text = _unquoted(text)
                 globs = tuple(g for g in globs if g.could_name(text))
-                if not globs:
-                    return None
-        stack: list[Any] = [args]
-        pop, push = stack.pop, stack.append
-        while stack:
-            value = pop()
-            if type(value) is str:
-                if value:
-                    hit = self.protected(value, globs)
-                    if hit is not None:
-                        return hit
-            elif type(value) is dict:
-                for k, v in value.items():
-                    hit = self.protected(k, globs) if k else None
-                    if hit is not None:
-                        return hit
-                    push(v)
-            elif type(value) is list:
-                stack.extend(value)
-        return None
+        return globs
 
-    def protected(self, text: str, globs: tuple[_Gated, ...] | None = None) -> str | None:
+    def protected(self, text: str, globs: tuple[Gated, ...] | None = None) -> str | None:
         """The first glob that ``text`` names as a whole, in a patch header or as a word.
 
         Each reading of ``text`` (patch names, words, unquoted variants) is made at most
         once, and only for a glob whose pieces occur in the text it is cut from."""
         quoted = "'" in text or '"' in text or "\\" in text
-        variants: tuple[str, str] | None = None
+        bare: str | None = None  # the text without quotes and backslashes
         names: list[str] | None = None
         words: list[str] | None = None
         shlexed: list[str] | None = None
@@ -219,23 +202,24 @@ class PathGuard:
             if g.could_name(text):
                 if g.matches(text):
                     return g.glob
-                if "\n" in text or "\r" in text:
-                    if names is None:
-                        names = [n for n in patch_paths(text) if n]
-                    if g.any_match(names):
-                        return g.glob
+                if names is None:  # a header is a line: a text of one line may be one
+                    names = [n for n in patch_paths(text) if n]
+                if g.any_match(names):
+                    return g.glob
             elif not quoted:
                 continue
             else:
-                if variants is None:
-                    variants = (_unquoted(text), _unescaped(text))
-                if not (g.could_name(variants[0]) or g.could_name(variants[1])):
+                # removing quotes and backslashes only joins text: a piece found after
+                # removing quotes is found after removing backslashes too
+                if bare is None:
+                    bare = _unescaped(text)
+                if not g.could_name(bare):
                     continue
             if words is None:
                 words = shell_words(text)
             if g.any_match(words):
                 return g.glob
-            if g.spaced and quoted:  # the shell's own reading of the words
+            if g.spaced:  # the shell's own reading of the words (a separator in the glob)
                 if shlexed is None:
                     shlexed = shlex_words(text)
                 if g.any_match(shlexed):

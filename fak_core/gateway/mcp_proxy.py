@@ -501,7 +501,10 @@ class McpProxy:
             answer = await route.server.call_tool(route.downstream_name, args)
         except DownstreamError as exc:
             if exc.remote is not None:
-                return self._admit_error(call, verdict, exc, exc.remote)
+                # screened off the event loop, as a result is (below)
+                return await anyio.to_thread.run_sync(
+                    self._admit_error, call, verdict, exc, exc.remote
+                )
             return _text_result(
                 {
                     "error": f"downstream {exc.kind}",
@@ -515,7 +518,10 @@ class McpProxy:
                 },
                 is_error=True,
             )
-        return self._admit(call, verdict, answer)
+        # A result may be as large as the downstream frame limit: screening it is linear but
+        # not instant, so it runs on a worker thread (the journal scope goes along) and the
+        # proxy keeps answering its other requests meanwhile.
+        return await anyio.to_thread.run_sync(self._admit, call, verdict, answer)
 
     def _admit_error(
         self, call: ToolCall, verdict: Verdict, exc: DownstreamError, error: types.ErrorData

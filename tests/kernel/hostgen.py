@@ -227,14 +227,36 @@ def url_of(draw: st.DrawFn, host: str, v6: bool, *, hostile: bool) -> str:
 
 @st.composite
 def bare_of(draw: st.DrawFn, host: str, v6: bool) -> str:
-    """``host`` with no scheme: alone, with a port, userinfo, path, or as mailto."""
+    """``host`` with no scheme: alone, with a port (valid or out of range), userinfo, path,
+    or as mailto."""
+    # a port over 65535 makes the WHATWG parser refuse the authority; RFC 3986 (urllib)
+    # still reads its host
+    bad_port = draw(st.sampled_from([":65536", ":99999", ":123456"]))
     if v6:
         return draw(
-            st.sampled_from([host, f"[{host}]", f"[{host}]:443", f"u@[{host}]/x", f"{host}%eth0"])
+            st.sampled_from(
+                [
+                    host,
+                    f"[{host}]",
+                    f"[{host}]:443",
+                    f"u@[{host}]/x",
+                    f"{host}%eth0",
+                    f"[{host}]{bad_port}",
+                ]
+            )
         )
     return draw(
         st.sampled_from(
-            [host, f"{host}:80", f"user@{host}", f"{host}/path", f"mailto:a@{host}", f"//{host}/x"]
+            [
+                host,
+                f"{host}:80",
+                f"user@{host}",
+                f"{host}/path",
+                f"mailto:a@{host}",
+                f"//{host}/x",
+                f"{host}{bad_port}",
+                f"user@{host}{bad_port}/x",
+            ]
         )
     )
 

@@ -35,7 +35,18 @@ from fak_core.globmatch import Glob, compile_glob
 from fak_core.hosts import names_network_host
 
 # ----------------------------------------------------------------- D2.4 self-modify anywhere
-GLOBS = ("fak_core/", "theorems/", ".fak/", "fak-policy.json", "secrets/*.pem")
+# the last two hold a space and a shell separator: a plain shell word cut at them is not
+# the path, so the shell's own reading of the words (and a patch header's name) must be;
+# they are in every policy here, generated paths are drawn under the first five
+GLOBS = (
+    "fak_core/",
+    "theorems/",
+    ".fak/",
+    "fak-policy.json",
+    "secrets/*.pem",
+    "My Docs/",
+    "data,v2/",
+)
 WRITERS = ("write_file", "apply_patch", "run_shell", "exec_command", "edit", "save_notes")
 # Filler can never spell a protected name: no glob's literal pieces fit in this alphabet.
 FILLER = st.text(st.sampled_from("abcde 012\n"), max_size=12)
@@ -46,7 +57,7 @@ BENIGN_PATH = "notes/todo.txt"
 @st.composite
 def protected_paths(draw: st.DrawFn) -> str:
     """A concrete path that one of GLOBS covers, by construction."""
-    glob = draw(st.sampled_from(GLOBS))
+    glob = draw(st.sampled_from(GLOBS[:5]))  # (the spaced globs: fixed cases below)
     prefix = draw(st.sampled_from(["", "./", "/work/repo/", "a/b/", "x/../", "./x/../y/"]))
     if glob.endswith("/"):
         tail = draw(st.sampled_from(["kernel.py", "x/y.md", "deep/er/file", "a b.txt"]))
@@ -67,12 +78,13 @@ def _quote(draw: st.DrawFn, p: str) -> str:
     if how == "double":
         return f'"{p}"'
     if how == "split":  # fa'k_co're/...: the shell joins the pieces
-        i = draw(st.integers(1, max(1, len(p) - 1)))
+        # the quote opens before any space, which must stay quoted
+        i = draw(st.integers(1, max(1, p.find(" ") if " " in p else len(p) - 1)))
         return f"{p[:i]}'{p[i:]}'"
     if how == "escaped" and "\\" not in p and " " not in p:
         i = draw(st.integers(0, len(p) - 1))
         return p if p[i] == "/" else p[:i] + "\\" + p[i:]
-    return p
+    return f"'{p}'" if " " in p else p  # a space outside quotes would cut the word
 
 
 PATCHES = (
@@ -84,6 +96,9 @@ PATCHES = (
     "--- a/{p}\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
     "diff --git a/notes.txt b/{p}\nrename from notes.txt\nrename to {p}\n",
     "Index: {p}\n===\n--- {p}\n+++ {p}\n",
+    "--- a/{p}\t2026-01-01 00:00:00\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
+    '--- "a/notes.txt"\n+++ "b/{p}"\n@@ -1 +1 @@\n-a\n+b\n',
+    "*** Update File: {p}",  # one header line on its own
 )
 SHELL = (
     "echo x > {q}",
@@ -145,17 +160,18 @@ def _self_modify_kernel(tool: str) -> Kernel:
 @settings(suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_a_protected_path_anywhere_in_the_arguments_is_denied(data: st.DataObject) -> None:
-    path = data.draw(protected_paths(), label="path")
-    how, text = data.draw(carriers(path), label="carrier")
     tool = data.draw(st.sampled_from(WRITERS), label="tool")
     k = _self_modify_kernel(tool)
-    args = _embed(data.draw, how, text)
-    v = k.decide(ToolCall(tool, json.dumps(args)))
-    assert (k.kinds.name(v.kind), k.reasons.name(v.reason)) == ("DENY", "SELF_MODIFY"), args
-    assert v.claim in GLOBS
-    # the same call naming an unprotected path is allowed: the deny is about the path
-    benign = json.loads(json.dumps(args).replace(json.dumps(text)[1:-1], BENIGN_PATH))
-    assert k.decide(ToolCall(tool, json.dumps(benign))).kind == VerdictKind.ALLOW, benign
+    for _ in range(4):  # several paths and carriers per example
+        path = data.draw(protected_paths(), label="path")
+        how, text = data.draw(carriers(path), label="carrier")
+        args = _embed(data.draw, how, text)
+        v = k.decide(ToolCall(tool, json.dumps(args)))
+        assert (k.kinds.name(v.kind), k.reasons.name(v.reason)) == ("DENY", "SELF_MODIFY"), args
+        assert v.claim in GLOBS
+        # the same call naming an unprotected path is allowed: the deny is about the path
+        benign = json.loads(json.dumps(args).replace(json.dumps(text)[1:-1], BENIGN_PATH))
+        assert k.decide(ToolCall(tool, json.dumps(benign))).kind == VerdictKind.ALLOW, benign
 
 
 @pytest.mark.fak_theorem("D2.4")
@@ -169,6 +185,8 @@ def test_a_protected_path_anywhere_in_the_arguments_is_denied(data: st.DataObjec
         {"command": "printf x >> fak-policy.json"},
         {"command": "rm -rf 'unbalanced .fak/cache"},  # shlex cannot read it; the split can
         {"files": {"fak_core/x.py": "print(1)"}},  # the path as a key
+        {"command": "echo x > data,v2/notes.txt"},  # a plain word holding a separator
+        {"input": "*** Update File: My Docs/notes"},  # one header line on its own
     ],
 )
 def test_each_reported_bypass_is_denied(args: dict[str, Any]) -> None:

@@ -240,3 +240,108 @@ def test_the_attack_is_denied_through_fak_serve() -> None:
             assert r.status_code == 200
             verdict = r.json()["verdict"]
             assert (verdict["kind"], verdict["reason"]) == ("DENY", "EGRESS_BLOCK"), verdict
+
+
+# ------------------------------------------------------------ bounds and refusals (D2.7)
+LIMIT = 65536  # the longest string read as a destination (the theorem's caveat)
+
+
+def _sized(shape: str, host: str, n: int) -> str:
+    """An ``n``-char string naming ``host``: a URL, a space-free word, or prose."""
+    if shape == "url":
+        head = f"http://{host}/"
+    elif shape == "word":  # no colon: not URL-shaped, read as a bare host/path
+        head = f"{host}/"
+    else:  # prose: spaces, no colon; read as a whole it names no host
+        head = "see "
+    return head + ("ab " if shape == "prose" else "a") * n  # the caller cuts it to n
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(
+    st.integers(-2, 2),
+    st.sampled_from(["url", "word", "prose"]),
+    st.booleans(),
+)
+def test_a_destination_over_the_limit_is_refused_unless_it_is_prose(
+    delta: int, shape: str, denied: bool
+) -> None:
+    host = "metadata.google.internal" if denied else "example.com"
+    n = LIMIT + delta
+    value = _sized(shape, host, n)[: n - 1] + "z"  # exactly n chars, no trailing space
+    assert len(value) == n
+    kind, reason, claim = _decide(KERNEL, {"v": value})
+    if n > LIMIT and shape != "prose":
+        assert (kind, reason) == ("DENY", "EGRESS_BLOCK")
+        assert claim == f"refused destination: a {n}-char destination is over {LIMIT}", claim
+    elif denied and shape != "prose":
+        assert (kind, reason) == ("DENY", "EGRESS_BLOCK")
+        assert host in claim, claim
+    else:
+        assert kind == "ALLOW", claim
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.integers(-2, 2))
+def test_url_host_refuses_a_url_over_the_limit(delta: int) -> None:
+    url = ("http://a.example/" + "x" * LIMIT)[: LIMIT + delta]
+    if len(url) > LIMIT:
+        with pytest.raises(HostError, match=f"^URL over {LIMIT} chars$"):
+            url_host(url)
+    else:
+        host = url_host(url)
+        assert host is not None and host.name == "a.example"
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.text("abcdefgh/", min_size=60, max_size=120))
+def test_a_refused_url_is_named_in_the_claim(path: str) -> None:
+    url = f"http://exa mple.com/{path}"
+    kind, reason, claim = _decide(KERNEL, {"u": url})
+    assert (kind, reason) == ("DENY", "EGRESS_BLOCK")
+    assert claim == f"refused destination: the WHATWG URL parser refuses {url[:80]!r}", claim
+
+
+_LABEL = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=63)
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(
+    st.lists(_LABEL, min_size=2, max_size=40),
+    st.sampled_from(["ok", "long", "delimiter", "refused", "blank"]),
+    st.sampled_from("/\\?#@"),
+    st.data(),
+)
+def test_a_deny_entry_is_a_host_or_refused_by_name(
+    labels: list[str], kind: str, delimiter: str, data: Any
+) -> None:
+    name = ".".join(labels)[:1000].strip(".") + ".example"  # a name, never an address
+    if kind == "ok":
+        assert canonical_host(name).name == name.lower()
+        assert HostDenyList([name]).names == {name.lower()}
+        return
+    if kind == "long":
+        name = (name + ".") * (1100 // len(name) + 1)
+        name = name[: data.draw(st.integers(1025, 1100), label="length")]
+        why = "empty or over 1024 chars"
+    elif kind == "delimiter":
+        i = data.draw(st.integers(0, len(name)), label="at")
+        name = name[:i] + delimiter + name[i:]
+        why = "it has a URL delimiter"
+    elif kind == "refused":
+        i = data.draw(st.integers(1, len(name) - 1), label="at")  # inside: ends are trimmed
+        name = name[:i] + data.draw(st.sampled_from(" <>^|"), label="char") + name[i:]
+        why = None
+    else:
+        name = data.draw(st.sampled_from(["", " ", "\t", " \n "]), label="blank")
+        why = "empty or over 1024 chars"
+    message = (
+        f"{name[:80]!r} is not a host ({why})"
+        if why is not None
+        else f"{name[:80]!r} is not a host the WHATWG URL parser accepts"
+    )
+    with pytest.raises(HostError) as caught:
+        canonical_host(name)
+    assert str(caught.value) == message
+    with pytest.raises(HostError, match="deny_hosts entry"):
+        HostDenyList([name])

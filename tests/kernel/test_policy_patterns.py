@@ -158,12 +158,35 @@ def test_re2_agrees_with_re_on_simple_patterns(pattern: str, text: str) -> None:
     assert (ours.search(text) is not None) == (re.search(pattern, text) is not None), pattern
 
 
-def test_a_policy_secret_pattern_screens_a_result_with_a_lone_surrogate() -> None:
+_SURROGATES = st.integers(0xD800, 0xDFFF).map(chr)
+# filler that cannot spell the token or touch its digits (no t, o, k, _ or digits)
+_FILLER = st.text(st.sampled_from("abcxyz .\n\u00e9\u4e2d"), max_size=12)
+
+
+@st.composite
+def _with_surrogates(draw: st.DrawFn) -> tuple[str, bool]:
+    """(text, whether it holds ``tok_<digits>``): filler, lone surrogates (high or low, one
+    or several, anywhere but inside the token) and the token or a near miss (``tok_``)."""
+    token = draw(st.sampled_from(["tok_" + str(draw(st.integers(0, 10**6))), "tok_", "tok"]))
+    found = token[4:].isdigit() and len(token) > 4
+    parts = [draw(_FILLER), token, draw(_FILLER)]
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.sampled_from([0, 2]))  # before or after the token, never inside
+        i = draw(st.integers(0, len(parts[at])))
+        parts[at] = parts[at][:i] + draw(_SURROGATES) + parts[at][i:]
+    return "".join(parts), found
+
+
+@pytest.mark.fak_theorem("C4.5")
+@given(_with_surrogates())
+def test_a_policy_secret_pattern_screens_a_result_with_a_lone_surrogate(
+    case: tuple[str, bool],
+) -> None:
+    text, found = case
     kernel = _kernel({"secret_patterns": ["tok_[0-9]+"]})
-    for text, found in (("x\ud800 tok_123", True), ("x\ud800 tok_", False)):
-        verdict = kernel.screen_text(ToolCall("read"), Result(Status.OK, text))
-        assert "error" not in verdict.meta, verdict
-        assert (verdict.kind == VerdictKind.QUARANTINE) == found, verdict
+    verdict = kernel.screen_text(ToolCall("read"), Result(Status.OK, text))
+    assert "error" not in verdict.meta, verdict
+    assert (verdict.kind == VerdictKind.QUARANTINE) == found, (text, verdict)
 
 
 @pytest.mark.fak_theorem("D2.6")

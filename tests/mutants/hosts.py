@@ -77,7 +77,7 @@ def refused_skipped() -> Any:
 def screen_ignores_numbers() -> Any:
     """The quick screen passes a word whose last label is a number (``2852039166``)."""
     return edited(
-        HostDenyList._plain,
+        HostDenyList.plain,
         ("if s.isdigit() or s[:2] in _HEX_PREFIXES:", "if False:"),
         ('if not last or last.isdigit() or last.startswith("0x"):', "if not last:"),
     )

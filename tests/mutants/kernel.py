@@ -439,35 +439,68 @@ _PATH_KEYS = ("path", "file_path", "filePath", "filepath", "file", "target", "fi
 @mutant("D2.4/first-key-only")
 def first_key_only() -> Any:
     """The self-modify guard reads only the first top-level path key (the original bug)."""
+    from fak_core.argscan import ArgumentScan
     from fak_core.floor import glob_matches
 
-    def self_modify(self: CapabilityFloor, args: dict[str, Any], raw: Any = None) -> Verdict | None:
+    real = ArgumentScan.scan
+
+    def scan(self: ArgumentScan, args: dict[str, Any], globs: Any, keys: bool) -> Any:
+        _, why, redacted = real(self, args, (), keys)  # hosts and keys as before, no paths
         for key in _PATH_KEYS:
             path = args.get(key)
             if isinstance(path, str) and path:
-                for glob in self._globs:
-                    if glob_matches(path, glob):
-                        return Verdict.deny(Reason.SELF_MODIFY, "floor", claim=glob)
-                return None
-        return None
+                for g in globs:
+                    if glob_matches(path, g.glob):
+                        return g.glob, None, False
+                break
+        return None, why, redacted
 
-    return mock.patch.object(CapabilityFloor, "_self_modify", self_modify)
+    return mock.patch.object(ArgumentScan, "scan", scan)
+
+
+@mutant("D2.4/unquoted-words-unread")
+def unquoted_words_unread() -> Any:
+    """The shell's own reading of the words is made only for a quoted text, so a plain
+    word holding a separator the glob holds too (``data,v2/x``) is never read whole (the
+    original bug)."""
+    from fak_core.selfmodify import PathGuard
+    from tests.mutants.sourcepatch import edited
+
+    return edited(PathGuard.protected, ("if g.spaced:", "if g.spaced and quoted:"))
+
+
+@mutant("D2.4/one-line-header-unread")
+def one_line_header_unread() -> Any:
+    """Patch headers are read only in a text of several lines, so one header line on its
+    own (``*** Update File: My Docs/x``) is not read (the original bug)."""
+    from fak_core.selfmodify import PathGuard
+    from tests.mutants.sourcepatch import edited
+
+    return edited(
+        PathGuard.protected,
+        ("if g.any_match(names):", r'if ("\n" in text or "\r" in text) and g.any_match(names):'),
+    )
 
 
 @mutant("D2.5/top-level-only")
 def top_level_only() -> Any:
     """Redaction sees only top-level keys, by their lower-case spelling (the original bug)."""
+    from fak_core.argscan import ArgumentScan
     from fak_core.redact import Redactor
 
-    def names(self: Redactor, args: Any) -> bool:
-        return any(k.lower() in self._fields for k in args)
+    real = ArgumentScan.scan
+
+    def scan(self: ArgumentScan, args: dict[str, Any], globs: Any, keys: bool) -> Any:
+        glob, why, _ = real(self, args, globs, False)  # paths and hosts as before
+        fields = self.redactor._fields
+        return glob, why, keys and any(k.lower() in fields for k in args)
 
     def redact(self: Redactor, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         kept = {k: v for k, v in args.items() if k.lower() not in self._fields}
         return kept, sorted(k for k in args if k not in kept)
 
     stack = contextlib.ExitStack()
-    stack.enter_context(mock.patch.object(Redactor, "names_redacted", names))
+    stack.enter_context(mock.patch.object(ArgumentScan, "scan", scan))
     stack.enter_context(mock.patch.object(Redactor, "redact", redact))
     return stack
 
@@ -565,6 +598,20 @@ def no_stub_registry() -> Any:
 def raw_markers() -> Any:
     """Match injection markers on the lower-cased raw text, without normalisation."""
     return mock.patch.object(_admission, "_views", lambda text: (text.lower(),))
+
+
+@mutant("C4.5/surrogate-raises")
+def surrogate_raises() -> Any:
+    """The policy's secret patterns search a result holding a lone surrogate as it is: RE2
+    reads UTF-8, cannot encode it, and the admitter raises (the original bug)."""
+
+    def has_secret(self: Any, text: str) -> bool:
+        extra = self._extra_secret
+        return self._secret.search(text) is not None or (
+            extra is not None and extra.search(text) is not None
+        )
+
+    return mock.patch.object(_admission.ResultScreen, "_has_secret", has_secret)
 
 
 @mutant("C4.5/raw-secrets")

@@ -1,0 +1,182 @@
+"""The floor reads protected paths, denied hosts and redacted keys in one walk
+(``fak_core.argscan``): with each reading on or off in the policy, every subset of a
+protected path, an argument-rule violation, a denied host and redacted keys decides the
+call as each would alone, in the floor's order, for a tool that writes or not and is
+allowed or not, whatever JSON spelling the arguments come in (D2.4, D2.5, D2.7).
+
+The oracle is the generator: it knows what it planted (each plant at a random depth of
+its own subtree, among benign siblings, in random order), which readings are on, whether
+the tool writes and whether the policy allows it; the expected redaction is a plain
+recursive delete of the planted keys.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fak_core import ArgRule, Kernel, Policy, ToolCall, VerdictKind
+from tests.kernel.hostgen import DENY_ENTRIES, bare_of, denied_target, ordinary_target, url_of
+from tests.kernel.test_guards import (
+    FIELDS,
+    FILLER,
+    GLOBS,
+    KEYS,
+    _dropped,
+    _without,
+    carriers,
+    planted,
+    protected_paths,
+    spellings,
+)
+
+CLEAN_KEYS_BOUND = 4096  # D2.5: the clean key names the floor remembers
+RULE_ARG = "mode"  # no generated key can spell it (KEYS is drawn from "abcde")
+BENIGN = st.sampled_from(["SFO", "2026-12-01", "42", "hello world", "notes/todo.txt", ""])
+
+
+def _escaped(raw: str) -> str:
+    """``raw`` with every ``/`` and ``_`` written as a JSON escape: the same arguments, but
+    a text in which no protected name occurs literally (neither occurs outside strings)."""
+    return raw.replace("/", "\\/").replace("_", "\\u005f")
+
+
+@st.composite
+def host_plant(draw: st.DrawFn, single: bool) -> str:
+    """A denied host in some encoding (``localhost`` only when the one-label name is on
+    the deny list)."""
+    targets = denied_target()
+    if not single:
+        targets = targets.filter(lambda t: t[0].text != "localhost")
+    _, host, v6 = draw(targets)
+    if draw(st.booleans()):
+        return draw(url_of(host, v6, hostile=True))
+    return draw(bare_of(host, v6))
+
+
+@st.composite
+def benign_host(draw: st.DrawFn) -> str:
+    _, host, v6 = draw(ordinary_target())
+    return draw(url_of(host, v6, hostile=False))
+
+
+TOOLS = {  # (writes, allowed) -> tool
+    (True, True): "write_file",
+    (True, False): "apply_patch",
+    (False, True): "get_x",
+    (False, False): "lookup_page",
+}
+PLANTS = ("path", "rule", "host", "redacted")
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> dict[str, Any]:
+    """A policy with each reading on or off, and one drawn value of each plant (nested in
+    its own subtree) plus benign company; the test decides every subset of the plants."""
+    on = {r: draw(st.booleans()) for r in ("globs", "hosts", "fields")}
+    single = draw(st.booleans())  # a one-label denied name turns off the letters shortcut
+    deny = DENY_ENTRIES if single else tuple(e for e in DENY_ENTRIES if e != "localhost")
+    fields = tuple(draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3, unique=True)))
+    policy = Policy(
+        allow=(TOOLS[True, True], TOOLS[False, True]),
+        self_modify_globs=GLOBS if on["globs"] else (),
+        deny_hosts=deny if on["hosts"] else (),
+        redact_fields=fields if on["fields"] else (),
+        arg_rules=tuple(ArgRule(t, RULE_ARG, deny_regex="^forbidden$") for t in TOOLS.values()),
+    )
+    how, text = draw(carriers(draw(protected_paths())))
+    spelled = [
+        draw(spellings(draw(st.sampled_from(fields)))) for _ in range(draw(st.integers(1, 2)))
+    ]
+    subtrees = {
+        "path": draw(planted({text: draw(FILLER)} if how == "key" else text)),
+        "host": draw(planted(draw(host_plant(single)))),
+        "redacted": draw(planted({k: draw(FILLER) for k in spelled})),
+    }
+    company = [draw(planted(draw(benign_host() | BENIGN))) for _ in range(draw(st.integers(0, 3)))]
+    names = [f"{draw(KEYS)}{i}" for i in range(len(company) + 3)]
+    return {
+        "on": on,
+        "policy": policy,
+        "subtrees": subtrees,
+        "company": company,
+        "names": names,
+        "redacted": set(spelled),
+        "order": draw(st.randoms()),
+    }
+
+
+def _arguments(case: dict[str, Any], plants: tuple[str, ...]) -> dict[str, Any]:
+    """The arguments holding exactly ``plants`` (and the company), in a random order."""
+    parts = [case["subtrees"][p] for p in plants if p != "rule"] + case["company"]
+    case["order"].shuffle(parts)
+    args: dict[str, Any] = dict(zip(case["names"], parts, strict=False))
+    if "rule" in plants:
+        args[RULE_ARG] = "forbidden"
+    elif case["order"].random() < 0.5:
+        args[RULE_ARG] = "fine"
+    return args
+
+
+def _raw(args: dict[str, Any], mode: int) -> str | bytes:
+    """The arguments as JSON text: plain, non-ASCII kept, with ``/`` and ``_`` escaped, or
+    as UTF-8 bytes (escaped too, so the raw-text gate must read past the escapes)."""
+    if mode == 0:
+        return json.dumps(args)
+    if mode == 1:
+        return json.dumps(args, ensure_ascii=False)
+    if mode == 2:
+        return _escaped(json.dumps(args))
+    return _escaped(json.dumps(args, ensure_ascii=False)).encode("utf-8")
+
+
+def _expected(on: dict[str, bool], plants: tuple[str, ...], write: bool, allowed: bool) -> str:
+    if "path" in plants and write and on["globs"]:
+        return "DENY/SELF_MODIFY"
+    if "rule" in plants:
+        return "DENY/POLICY_BLOCK"
+    if "host" in plants and on["hosts"]:
+        return "DENY/EGRESS_BLOCK"
+    if not allowed:
+        return "DENY/DEFAULT_DENY"
+    return "TRANSFORM/NONE" if "redacted" in plants and on["fields"] else "ALLOW/NONE"
+
+
+@pytest.mark.fak_theorem("D2.4", "D2.5", "D2.7")
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(cases())
+def test_each_reading_decides_as_alone_in_the_one_walk(case: dict[str, Any]) -> None:
+    # every subset of the plants, for a tool that writes or not and is allowed or not
+    k = Kernel(case["policy"])
+    for n, plants in enumerate(
+        tuple(p for i, p in enumerate(PLANTS) if bits >> i & 1) for bits in range(16)
+    ):
+        args = _arguments(case, plants)
+        for (write, allowed), tool in TOOLS.items():
+            raw = _raw(args, (n + write) % 4)
+            v = k.decide(ToolCall(tool, raw))
+            got = f"{k.kinds.name(v.kind)}/{k.reasons.name(v.reason)}"
+            want = _expected(case["on"], plants, write, allowed)
+            assert got == want, (tool, raw, v.claim)
+            if got == "DENY/SELF_MODIFY":
+                assert v.claim in GLOBS
+            if v.kind == VerdictKind.TRANSFORM:
+                present = _dropped(args, case["redacted"])
+                assert json.loads(v.repaired_args or "") == _without(args, present)
+                assert v.meta["redacted"].split(",") == sorted(present)
+
+
+@pytest.mark.fak_theorem("D2.5")
+def test_the_floors_memory_of_clean_keys_is_bounded() -> None:
+    k = Kernel(Policy(allow=("get_x",), redact_fields=("password",)))
+    for i in range(0, 2 * CLEAN_KEYS_BOUND, 64):
+        args = {f"k{j}": j for j in range(i, i + 64)}
+        assert k.decide(ToolCall("get_x", json.dumps(args))).kind == VerdictKind.ALLOW
+        assert len(k.floor._redact.clean) <= CLEAN_KEYS_BOUND
+    # and it still redacts once the memory has been cleared
+    v = k.decide(ToolCall("get_x", '{"k1": 1, "PassWord": "x"}'))
+    assert v.kind == VerdictKind.TRANSFORM and json.loads(v.repaired_args or "") == {"k1": 1}
