@@ -8,10 +8,13 @@ and the ratio of a plain `pytest` run with the plugin loaded (proof mode off) ag
 value (30 per witness) and ``--fak-mutant-examples`` (25 per mutant re-run).
 
 The generated-mutant phase (``--fak-mutate``): a full run and a no-change incremental
-rerun over the same cache, on the preflight witnesses (A7.1-A7.3) by default or on every
-theorem with ``--mutate-all`` (slow: minutes to an hour on 2 cores); printed per theorem:
-mutants generated, killed, waived, survived, re-runs, seconds per re-run, and the
-rerun's cache hit rate.
+rerun over the same cache, on the preflight witnesses (A7.1-A7.3) and on the downstream
+example ``examples/airline`` (its own anchor, AIR1.1) by default, or on every theorem with
+``--mutate-all`` (slow: half an hour or more on 2 cores); printed per theorem: mutants
+generated, killed, waived, survived, witness re-runs, seconds per re-run and per mutant;
+then the totals, the rerun's cache hit rate, and the load average before and after (the
+figures are only comparable at the same load). ``--mutation-only`` stops after the
+mutation phase (a few minutes); without it the plugin-overhead figures follow.
 """
 
 from __future__ import annotations
@@ -35,8 +38,9 @@ NO_ANCHORS = (
 )
 
 
-def mutation_phase(targets: list[str]) -> None:
+def mutation_phase(targets: list[str], cwd: Path = ROOT) -> None:
     """Full, then incremental with no change, over one fresh cache; print the figures."""
+    load0 = os.getloadavg()
     base = ["-q", "-p", "no:cacheprovider", "--fak-theorems", "--fak-fail-on=none"]
     base += ["-m", "fak_theorem", "-n", "2", *targets]
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as rep:
@@ -48,7 +52,8 @@ def mutation_phase(targets: list[str]) -> None:
                     f"--fak-mutate={mode}",
                     f"--fak-cache-dir={cache}",
                     f"--fak-report-dir={rep}",
-                ]
+                ],
+                cwd=cwd,
             )
             doc = json.loads(Path(rep, "verdicts.json").read_text())
             runs.append(
@@ -62,26 +67,38 @@ def mutation_phase(targets: list[str]) -> None:
                 )
             )
     (full_s, full), (inc_s, inc) = runs
+    where = "" if cwd == ROOT else f" (in {cwd.relative_to(ROOT)})"
     print(
-        f"mutation phase over {' '.join(targets)}: full {full_s:.1f} s, "
+        f"mutation phase over {' '.join(targets)}{where}: full {full_s:.1f} s, "
         f"no-change incremental {inc_s:.1f} s"
     )
     for tid, g in full.items():
         per = g["seconds"] / g["runs"] if g["runs"] else 0.0
+        per_m = g["seconds"] / g["generated"] if g["generated"] else 0.0
         print(
             f"  {tid}: {g['generated']} generated, {g['killed']} killed, {g['waived']} "
             f"waived, {g['survived']} survived; {g['runs']} witness re-runs, "
-            f"{per * 1000:.0f} ms per re-run"
+            f"{per * 1000:.0f} ms per re-run, {per_m * 1000:.0f} ms per mutant"
         )
+    tot = {k: sum(g[k] for g in full.values()) for k in ("generated", "survived", "runs")}
+    secs = sum(g["seconds"] for g in full.values())
+    vacuous = sum(1 for g in full.values() if g["survived"])
+    print(
+        f"  total: {tot['generated']} mutants, {tot['survived']} survived "
+        f"({vacuous} of {len(full)} theorems with survivors), {tot['runs']} re-runs in "
+        f"{secs:.0f} s ({secs / max(1, tot['generated']):.2f} s per mutant)"
+    )
     hits = sum(g["cache_hits"] for g in inc.values())
     fresh = sum(g["runs"] for g in inc.values())
     print(
         f"  no-change rerun: {hits} cache hits, {fresh} re-runs "
         f"(hit rate {hits / max(1, hits + fresh):.0%})"
     )
+    before, after = (" ".join(f"{x:.2f}" for x in la) for la in (load0, os.getloadavg()))
+    print(f"  load average (1, 5, 15 min): before {before}, after {after}")
 
 
-def run(args: list[str], patch: str = "", repeat: int = 1) -> float:
+def run(args: list[str], patch: str = "", repeat: int = 1, cwd: Path = ROOT) -> float:
     best = float("inf")
     argv = [*args, "-W", "ignore::pytest.PytestAssertRewriteWarning"]
     code = f"{patch}\nimport sys, pytest\nsys.exit(pytest.main({argv!r}))"
@@ -90,7 +107,7 @@ def run(args: list[str], patch: str = "", repeat: int = 1) -> float:
             start = time.perf_counter()
             subprocess.run(
                 [sys.executable, "-c", code],
-                cwd=ROOT,
+                cwd=cwd,
                 # CI=true: the tests' derandomised profile, so both sides run the same examples
                 env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "CI": "true"},
                 capture_output=True,
@@ -117,6 +134,9 @@ def main() -> None:
         mutation_phase(["tests"])
         return
     mutation_phase(["tests/kernel/test_preflight.py"])
+    mutation_phase(["tests"], cwd=ROOT / "examples" / "airline")
+    if "--mutation-only" in sys.argv:
+        return
     common = ["-q", "-p", "no:cacheprovider", "--fak-theorems", "--fak-fail-on=none"]
     own = [*common, "-m", "fak_theorem"]
     serial = shares("proof run, project theorems, -n 0", own)

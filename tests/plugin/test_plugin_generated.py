@@ -71,11 +71,7 @@ def test_applying_a_mutant_changes_every_caller_and_leaving_restores_it() -> Non
 
 
 def test_a_method_mutant_keeps_private_name_mangling_and_its_decorator() -> None:
-    (m,) = [
-        m
-        for m in generate(f"{SAMPLE}:Counter.bumped").mutants
-        if m.operator == "arith"
-    ]
+    (m,) = [m for m in generate(f"{SAMPLE}:Counter.bumped").mutants if m.operator == "arith"]
     c = sample.Counter()
     with m.applied():
         assert c.bumped == -1
@@ -311,6 +307,50 @@ def test_a_downstream_project_mutates_its_own_anchors_with_the_same_cache(
     assert pytester.runpytest(*args).ret == 0
     again = verdicts(pytester)["AIR1.1"]["generated"]
     assert (again["runs"], again["killed"]) == (0, g["killed"])
+
+
+def test_a_committed_cache_hits_in_a_clean_copy_at_another_path(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The cache is keyed by content and rootdir-relative node ids only: a project and its
+    ``.fak-cache/`` copied elsewhere (a clean clone on CI) re-run no mutant."""
+    import shutil
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "airline"
+    shutil.copytree(example, pytester.path, dirs_exist_ok=True)
+    shutil.rmtree(pytester.path / "proofs", ignore_errors=True)
+    args = [
+        "--fak-theorems",
+        "--fak-mutate=incremental",
+        "--fak-fail-on=none",
+        "-p",
+        "no:cacheprovider",
+    ]
+    args += ["--fak-max-examples=15", "--fak-mutant-examples=10"]
+    first = pytester.runpytest_subprocess(*args)
+    assert first.ret == 0, first.stdout.str()
+    g = verdicts(pytester)["AIR1.1"]["generated"]
+    assert g["runs"] > 0 and g["cache_hits"] == 0
+    cache = (pytester.path / ".fak-cache" / "mutants.json").read_text()
+    assert str(pytester.path) not in cache
+
+    moved = tmp_path_factory.mktemp("elsewhere") / "deeper" / "airline"
+    shutil.copytree(pytester.path, moved, ignore=shutil.ignore_patterns("proofs", "__pycache__"))
+    again = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=moved,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    t = json.loads((moved / "proofs" / "verdicts.json").read_text())["theorems"]
+    h = next(x for x in t if x["id"] == "AIR1.1")["generated"]
+    assert h["runs"] == 0
+    assert h["cache_hits"] >= g["generated"] - g["waived"]
+    assert (h["killed"], h["survived"]) == (g["killed"], g["survived"])
 
 
 THREAD_LIB = """
