@@ -19,6 +19,7 @@ from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
+from fak_core.grounding import GroundingStore, canonical_value
 from fak_core.hosts import Host, HostDenyList, HostError, canonical_host, destination_hosts
 from fak_core.journal import Journal, JournalError, request_scope, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
@@ -37,6 +38,7 @@ from fak_core.policy import (
     AuthorizeRule,
     Policy,
     PolicyError,
+    ToolDecl,
     default_policy,
     dump_policy,
     load_policy,
@@ -47,7 +49,8 @@ from fak_core.preflight import Catch, CatchRate, Ladder, NegativeRow, NegativesL
 from fak_core.provenance import Source, SourceRegistry
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
 from fak_core.schemas import InvalidSchemaError, SchemaRegistry, compile_schema
-from fak_core.sinks import Sink, SinkGate, classify
+from fak_core.sinkclasses import SinkClassRegistry
+from fak_core.sinks import Sink, SinkGate, classify, sink_class
 from fak_core.taint import Taint
 from fak_core.verdicts import (
     KindRegistry,
@@ -81,6 +84,7 @@ __all__ = [
     "Disposition",
     "Event",
     "EventKind",
+    "GroundingStore",
     "HeldStore",
     "Host",
     "HostDenyList",
@@ -107,6 +111,7 @@ __all__ = [
     "SchemaRegistry",
     "ScreenConfig",
     "Sink",
+    "SinkClassRegistry",
     "SinkGate",
     "Source",
     "SourceRegistry",
@@ -114,6 +119,7 @@ __all__ = [
     "Taint",
     "TaintLedger",
     "ToolCall",
+    "ToolDecl",
     "ToolScreen",
     "TransformPayload",
     "Verdict",
@@ -123,6 +129,7 @@ __all__ = [
     "WitnessResolver",
     "__version__",
     "canonical_host",
+    "canonical_value",
     "classify",
     "compile_schema",
     "default_policy",
@@ -137,5 +144,6 @@ __all__ = [
     "parse_policy",
     "policy_digest",
     "request_scope",
+    "sink_class",
     "verify_files",
 ]

@@ -5,6 +5,13 @@ destination anywhere in its arguments (a URL, an e-mail address, a dotted host n
 IPv4 address). The gate denies a gated sink on a tainted or quarantined trace with
 DENY/TRUST_VIOLATION and a claim naming the sink and the flow, unless the policy
 authorises that tool for that sink. It only ever denies or defers; allowing is the floor's job.
+
+A ``fak-policy/v2`` declaration overrides the name heuristics for its tool: its sink
+class (``NONE``: never a sink), and its destination arguments (JSON Pointers). A declared
+sink with destinations is let through a tainted session when every destination value is
+grounded (:class:`fak_core.grounding.GroundingStore`) or in the tool's destination
+allow-list; otherwise it is denied with a claim naming the argument, the value and where
+the value came from. Under ``strict_sinks`` every undeclared tool is a gated sink.
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
+from fak_core.grounding import GroundingStore, canonical_value, is_missing, resolve_pointer
 from fak_core.hosts import names_network_host
 from fak_core.ledger import TaintLedger
 from fak_core.nonblocking import nonblocking
-from fak_core.policy import Policy
+from fak_core.policy import Policy, ToolDecl
 from fak_core.reasons import Reason
+from fak_core.sinkclasses import NOT_A_SINK
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
@@ -30,11 +39,15 @@ __all__ = [
     "external_destinations",
     "has_external_destination",
     "looks_external",
+    "sink_class",
 ]
 
 BY = "ifc-sink"
 _NO_OPINION = Verdict.defer(BY)
 _AUTHORIZED = Verdict.defer(BY + "(authorized)")
+_GROUNDED = Verdict.defer(BY + "(grounded)")
+#: The sink class of an undeclared tool under ``strict_sinks`` when no heuristic names one.
+UNDECLARED = "UNDECLARED"
 
 
 class Sink(StrEnum):
@@ -42,6 +55,8 @@ class Sink(StrEnum):
     EXEC = "EXEC"
     DESTRUCTIVE = "DESTRUCTIVE"
     EGRESS = "EGRESS"
+    SPEND = "SPEND"
+    CREDENTIAL = "CREDENTIAL"
 
 
 _EXEC = re.compile(r"exec|shell|bash|eval|run_command|spawn|system|subprocess")
@@ -222,18 +237,55 @@ def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
     return Sink.NONE
 
 
+def sink_class(
+    policy: Policy, tool: str, args: Any
+) -> tuple[str, str]:
+    """``(class, why)`` of a call under ``policy``: the declaration if any, else the name
+    heuristics (:func:`classify`), else ``UNDECLARED`` under ``strict_sinks``, else NONE."""
+    decl = policy.tools.get(tool)
+    if decl is not None:
+        return decl.sink, "declared"
+    sink = classify(tool, args, policy.safe_sinks)
+    if sink is not Sink.NONE:
+        return sink.value, "heuristic"
+    if policy.strict_sinks:
+        return UNDECLARED, "strict_sinks"
+    return Sink.NONE.value, "heuristic"
+
+
+def _as_text(item: Any) -> str | None:
+    if type(item) is str:
+        return item
+    if type(item) is int or type(item) is float:
+        return str(item)
+    return None
+
+
 @nonblocking
 class SinkGate:
     """The control-plane half of IFC: deny gated sinks on tainted traces."""
 
-    def __init__(self, ledger: TaintLedger, policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        ledger: TaintLedger,
+        policy: Policy | None = None,
+        grounding: GroundingStore | None = None,
+    ) -> None:
         self.ledger = ledger
+        self.grounding = grounding
         self.set_policy(policy if policy is not None else Policy())
 
     def set_policy(self, policy: Policy) -> None:
         self._safe = frozenset(policy.safe_sinks)
-        self._gated = frozenset(Sink(s) for s in policy.gated_sinks)
-        self._authorized = frozenset((r.tool, Sink(r.sink)) for r in policy.authorize)
+        self._gated = frozenset(policy.gated_sinks)
+        self._authorized = frozenset((r.tool, r.sink) for r in policy.authorize)
+        self._decls = dict(policy.tools)
+        self._strict = policy.strict_sinks
+        self._allowed_dest = {
+            tool: frozenset(canonical_value(a) for a in d.allow_destinations)
+            for tool, d in policy.tools.items()
+            if d.allow_destinations
+        }
 
     def adjudicate(self, view: CallView) -> Verdict:
         call = view.call
@@ -242,14 +294,73 @@ class SinkGate:
             flow = Taint.QUARANTINED
         if flow == Taint.TRUSTED:
             return _NO_OPINION
-        sink = classify(call.tool, view.args(), self._safe)
-        if sink is Sink.NONE or sink not in self._gated:
-            return _NO_OPINION
-        if (call.tool, sink) in self._authorized:
+        tool = call.tool
+        decl = self._decls.get(tool)
+        if decl is not None:
+            sink: str = decl.sink
+            if sink == NOT_A_SINK or sink not in self._gated:
+                return _NO_OPINION
+        else:
+            sink = classify(tool, view.args(), self._safe)
+            if sink is Sink.NONE:
+                if not self._strict:
+                    return _NO_OPINION
+                sink = UNDECLARED
+            elif sink not in self._gated and not self._strict:
+                return _NO_OPINION
+        if (tool, sink) in self._authorized:
             return _AUTHORIZED
-        return Verdict.deny(
-            Reason.TRUST_VIOLATION,
-            BY,
-            claim=f"{sink.value} sink fed {flow.label} data",
-            meta={"ifc_sink": sink.value, "ifc_flow": flow.label},
+        meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
+        if decl is not None and decl.destinations:
+            bad = self._ungrounded(call.trace_id, tool, decl, view.args())
+            if bad is None:
+                return _GROUNDED
+            pointer, value = bad
+            return Verdict.deny(
+                Reason.TRUST_VIOLATION,
+                BY,
+                claim=self._ungrounded_claim(call.trace_id, sink, flow, pointer, value),
+                meta={**meta, "ifc_ungrounded": pointer},
+            )
+        claim = f"{sink} sink fed {flow.label} data"
+        if sink == UNDECLARED:
+            claim = f"undeclared tool {tool} is a sink under strict_sinks, fed {flow.label} data"
+        return Verdict.deny(Reason.TRUST_VIOLATION, BY, claim=claim, meta=meta)
+
+    def _ungrounded(
+        self, trace_id: str, tool: str, decl: ToolDecl, args: Any
+    ) -> tuple[str, Any] | None:
+        """The first destination (pointer, value) that is not grounded; None if all are."""
+        if args is None:
+            return ("", None)
+        allowed = self._allowed_dest.get(tool, frozenset())
+        store = self.grounding
+        for pointer in decl.destinations:
+            found = resolve_pointer(args, pointer)
+            if is_missing(found):
+                continue
+            for item in found if type(found) is list else (found,):
+                text = _as_text(item)
+                if text is None:
+                    return (pointer, item)
+                if allowed and canonical_value(text) in allowed:
+                    continue
+                if store is None or not store.grounded(trace_id, text):
+                    return (pointer, text)
+        return None
+
+    def _ungrounded_claim(
+        self, trace_id: str, sink: str, flow: Taint, pointer: str, value: Any
+    ) -> str:
+        shown = repr(value)
+        if len(shown) > 120:
+            shown = shown[:117] + "..."
+        where = "in no content this session admitted"
+        if isinstance(value, str) and self.grounding is not None:
+            origin = self.grounding.origin_of(trace_id, value)
+            if origin is not None:
+                where = f"only in untrusted content (the result of {origin})"
+        return (
+            f"{sink} sink fed {flow.label} data: destination {pointer} = {shown} is not "
+            f"grounded in trusted context; it appears {where}"
         )

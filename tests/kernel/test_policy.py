@@ -179,7 +179,7 @@ def test_unknown_reason_names_are_rejected() -> None:
 @pytest.mark.parametrize(
     ("doc", "fragment"),
     [
-        ('{"version": "fak-policy/v2"}', "policy key 'version'"),
+        ('{"version": "fak-policy/v3"}', "policy key 'version'"),
         ('{"posture": "yolo"}', "posture"),
         ('{"allow": "x"}', "allow"),
         ('{"allow": [1]}', "allow"),
