@@ -619,7 +619,7 @@ class Kernel:
 
 def _grounds(policy: Policy) -> bool:
     """Whether any declared tool has destinations (then results are kept for grounding)."""
-    return any(d.destinations for d in policy.tools.values())
+    return any(d.destinations or d.content for d in policy.tools.values())
 
 
 def _payload(out: Any) -> str:

@@ -52,7 +52,7 @@ POSTURES = ("fail_closed", "admit_and_log")
 SINK_NAMES = ("EGRESS", "EXEC", "DESTRUCTIVE")
 #: Keys only a ``fak-policy/v2`` document may hold.
 V2_KEYS = ("tools", "strict_sinks")
-_TOOL_DECL_KEYS = ("sink", "destinations", "allow_destinations")
+_TOOL_DECL_KEYS = ("sink", "destinations", "content", "allow_destinations")
 SOURCE_NAMES = ("trusted_local", "untrusted")
 
 
@@ -89,6 +89,9 @@ class ToolDecl:
     sink: str
     destinations: tuple[str, ...] = ()
     allow_destinations: tuple[str, ...] = ()
+    #: Free-text arguments (JSON Pointers): every URL, e-mail address or host written
+    #: inside them is a destination too (a link in a message sends its reader there).
+    content: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -330,15 +333,23 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
         pointers = tuple(_pointer(f"{where}.destinations[{i}]", d) for i, d in enumerate(dests))
         if len(set(pointers)) != len(pointers):
             raise _fail(f"{where}.destinations", "a destination is listed twice")
+        raw_content = decl.get("content", [])
+        if not isinstance(raw_content, list):
+            raise _fail(f"{where}.content", "expected a list of JSON Pointers")
+        content = tuple(_pointer(f"{where}.content[{i}]", d) for i, d in enumerate(raw_content))
+        if len(set(content)) != len(content):
+            raise _fail(f"{where}.content", "an argument is listed twice")
+        if sink == NOT_A_SINK and content:
+            raise _fail(f"{where}.content", "a tool that is never a sink has no content rules")
         allowed = decl.get("allow_destinations", [])
         if not isinstance(allowed, list) or not all(isinstance(a, str) and a for a in allowed):
             raise _fail(f"{where}.allow_destinations", "expected a list of non-empty strings")
         allowed = tuple(allowed)
         if sink == NOT_A_SINK and pointers:
             raise _fail(f"{where}.destinations", "a tool that is never a sink has no destinations")
-        if allowed and not pointers:
+        if allowed and not (pointers or content):
             raise _fail(f"{where}.allow_destinations", "needs destinations to apply to")
-        out[tool] = ToolDecl(sink, pointers, allowed)
+        out[tool] = ToolDecl(sink, pointers, allowed, content)
     return out
 
 
@@ -497,6 +508,7 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
                     name: {
                         "sink": d.sink,
                         "destinations": list(d.destinations),
+                        "content": list(d.content),
                         "allow_destinations": list(d.allow_destinations),
                     }
                     for name, d in policy.tools.items()

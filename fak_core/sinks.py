@@ -36,6 +36,7 @@ __all__ = [
     "Sink",
     "SinkGate",
     "classify",
+    "embedded_destinations",
     "external_destinations",
     "has_external_destination",
     "looks_external",
@@ -218,6 +219,21 @@ def external_destinations(args: Any, first_only: bool = False) -> list[str]:
     return found
 
 
+_WORD_LEAD = "\"'([{<*`"
+_WORD_TRAIL = "\"'.,;:!?)]}>*`"
+
+
+def embedded_destinations(text: str) -> list[str]:
+    """Every word of free text that names an external destination (a URL, an e-mail
+    address, a host), surrounding punctuation stripped; one pass over the text."""
+    found = []
+    for raw in text.split():
+        word = raw.lstrip(_WORD_LEAD).rstrip(_WORD_TRAIL)
+        if word and looks_external(word, False):
+            found.append(word)
+    return found
+
+
 def has_external_destination(args: Any) -> bool:
     """Whether any string in ``args`` names an external destination (stops at the first)."""
     return bool(external_destinations(args, first_only=True))
@@ -251,6 +267,22 @@ def sink_class(
     if policy.strict_sinks:
         return UNDECLARED, "strict_sinks"
     return Sink.NONE.value, "heuristic"
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in ``value`` at any depth (keys of tables included)."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is str:
+            out.append(v)
+        elif type(v) is dict:
+            out.extend(k for k in v if type(k) is str)
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return out
 
 
 def _as_text(item: Any) -> str | None:
@@ -311,7 +343,7 @@ class SinkGate:
         if (tool, sink) in self._authorized:
             return _AUTHORIZED
         meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
-        if decl is not None and decl.destinations:
+        if decl is not None and (decl.destinations or decl.content):
             bad = self._ungrounded(call.trace_id, tool, decl, view.args())
             if bad is None:
                 return _GROUNDED
@@ -347,6 +379,16 @@ class SinkGate:
                     continue
                 if store is None or not store.grounded(trace_id, text):
                     return (pointer, text)
+        for pointer in decl.content:
+            found = resolve_pointer(args, pointer)
+            if is_missing(found):
+                continue
+            for item in _strings(found):
+                for dest in embedded_destinations(item):
+                    if allowed and canonical_value(dest) in allowed:
+                        continue
+                    if store is None or not store.grounded(trace_id, dest):
+                        return (pointer, dest)
         return None
 
     def _ungrounded_claim(
