@@ -40,7 +40,45 @@ def _policy_check(ns: argparse.Namespace) -> int:
     if policy is None:
         return 2
     print(f"ok: {ns.file or 'default policy'} {policy_digest(policy)}")
+    for line in explain_sinks(policy):
+        print(line)
     return 0
+
+
+def explain_sinks(policy: Policy) -> list[str]:
+    """Tool by tool, the sink class the gate gives each tool the policy names, and why."""
+    from fak_core.sinks import sink_class
+
+    gated = set(policy.gated_sinks)
+    names = sorted(set(policy.allow) | set(policy.tools) | set(policy.sources))
+    lines = [f"sinks: gated {', '.join(policy.gated_sinks) or '(none)'}"]
+    for tool in names:
+        sink, why = sink_class(policy, tool, None)
+        decl = policy.tools.get(tool)
+        note = {
+            "declared": "declared",
+            "heuristic": "by the name heuristics",
+            "strict_sinks": "undeclared, a sink under strict_sinks",
+        }[why]
+        state = "not a sink" if sink == "NONE" else ("gated" if sink in gated else "not gated")
+        if sink == "UNDECLARED":
+            state = "gated"
+        extra = ""
+        if decl is not None and (decl.destinations or decl.content):
+            extra = f"; grounded: {', '.join((*decl.destinations, *decl.content))}"
+        elif why == "heuristic":
+            extra = "; EGRESS too when an argument names a URL, e-mail address or host"
+        lines.append(f"  {tool}: {sink} ({note}, {state}{extra})")
+    if policy.allow_prefix:
+        lines.append(
+            f"  tools under allow_prefix {', '.join(policy.allow_prefix)}: "
+            + (
+                "sinks under strict_sinks unless declared"
+                if policy.strict_sinks
+                else "classified by the name heuristics and their arguments"
+            )
+        )
+    return lines
 
 
 def _policy_dump(ns: argparse.Namespace) -> int:

@@ -253,9 +253,7 @@ def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
     return Sink.NONE
 
 
-def sink_class(
-    policy: Policy, tool: str, args: Any
-) -> tuple[str, str]:
+def sink_class(policy: Policy, tool: str, args: Any) -> tuple[str, str]:
     """``(class, why)`` of a call under ``policy``: the declaration if any, else the name
     heuristics (:func:`classify`), else ``UNDECLARED`` under ``strict_sinks``, else NONE."""
     decl = policy.tools.get(tool)

@@ -23,6 +23,7 @@ from fak_core import (
     load_policy,
     policy_digest,
 )
+from fak_core.policy import ToolDecl
 from fak_core.ratelimit import RateLimit
 
 names = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=8)
@@ -77,8 +78,37 @@ policies = st.builds(
 )
 
 
+pointers = st.lists(names.map(lambda n: "/" + n), max_size=2, unique=True).map(tuple)
+tool_decls = st.one_of(
+    st.just(ToolDecl("NONE")),
+    st.builds(
+        lambda sink, dests, allowed, content: ToolDecl(
+            sink, dests, allowed if dests or content else (), content
+        ),
+        st.sampled_from(["EXEC", "DESTRUCTIVE", "EGRESS", "SPEND", "CREDENTIAL"]),
+        pointers,
+        st.lists(names, max_size=2).map(tuple),
+        pointers,
+    ),
+)
+# v2 documents: every v1 key plus declared tool semantics and strict_sinks
+v2_policies = st.builds(
+    lambda p, tools, strict: Policy(
+        **{
+            **{f: getattr(p, f) for f in p.__dataclass_fields__},
+            "version": "fak-policy/v2",
+            "tools": tools,
+            "strict_sinks": strict,
+        }
+    ),
+    policies,
+    st.dictionaries(names, tool_decls, max_size=3),
+    st.booleans(),
+)
+
+
 @pytest.mark.fak_theorem("D2.1")
-@given(policies, st.sampled_from(["json", "toml"]))
+@given(policies | v2_policies, st.sampled_from(["json", "toml"]))
 def test_load_dump_load_is_the_identity(policy: Policy, fmt: str) -> None:
     text = dump_policy(policy, fmt)
     again = load_policy(text, fmt)

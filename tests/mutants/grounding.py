@@ -1,0 +1,100 @@
+"""Mutants for policy v2: declared tool semantics (D2.8) and destination grounding (C4.6).
+Each puts back one plausible way the declarations or the grounding check could be wrong."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+from unittest import mock
+
+from fak_core.grounding import GroundingStore
+from fak_core.policy import Policy, ToolDecl
+from fak_core.sinks import SinkGate
+from pytest_fak import mutant
+
+_grounding = importlib.import_module("fak_core.grounding")
+_real_set_policy = SinkGate.set_policy
+_real_ungrounded = SinkGate._ungrounded
+_real_grounded = GroundingStore.grounded
+
+
+@mutant("D2.8/declarations-ignored")
+def declarations_ignored() -> Any:
+    """The gate classifies every tool by the name heuristics, declared or not."""
+
+    def set_policy(self: SinkGate, policy: Policy) -> None:
+        _real_set_policy(self, policy)
+        self._decls = {}
+
+    return mock.patch.object(SinkGate, "set_policy", set_policy)
+
+
+@mutant("D2.8/strict-ignored")
+def strict_ignored() -> Any:
+    """``strict_sinks`` is read but an undeclared harmless tool is still no sink."""
+
+    def set_policy(self: SinkGate, policy: Policy) -> None:
+        _real_set_policy(self, policy)
+        self._strict = False
+
+    return mock.patch.object(SinkGate, "set_policy", set_policy)
+
+
+@mutant("C4.6/untrusted-grounds")
+def untrusted_grounds() -> Any:
+    """Every admitted result grounds destinations, untrusted ones included."""
+
+    def record_untrusted(self: GroundingStore, trace_id: str, text: str, origin: str) -> None:
+        self.record_trusted(trace_id, text, origin)
+
+    return mock.patch.object(GroundingStore, "record_untrusted", record_untrusted)
+
+
+@mutant("C4.6/substring-grounding")
+def substring_grounding() -> Any:
+    """A value is grounded when its text occurs anywhere in a trusted text, whole words
+    or not (``ali`` grounded by ``alice``, ``x.org/p`` by ``x.org/px``)."""
+
+    def grounded(self: GroundingStore, trace_id: str, value: str) -> bool:
+        _kind, canon = _grounding.canonical_value(value)
+        s = self._sessions.get(trace_id)
+        if s is None or not canon:
+            return False
+        return any(canon in c.text or any(canon in sp[1] for sp in c.specials) for c in s.trusted)
+
+    return mock.patch.object(GroundingStore, "grounded", grounded)
+
+
+@mutant("C4.6/first-destination-only")
+def first_destination_only() -> Any:
+    """Only the first declared destination is checked (``/cc`` rides along)."""
+
+    def ungrounded(self: SinkGate, trace_id: str, tool: str, decl: ToolDecl, args: Any) -> Any:
+        first = ToolDecl(decl.sink, decl.destinations[:1], decl.allow_destinations, decl.content)
+        return _real_ungrounded(self, trace_id, tool, first, args)
+
+    return mock.patch.object(SinkGate, "_ungrounded", ungrounded)
+
+
+@mutant("C4.6/content-unread")
+def content_unread() -> Any:
+    """Links written inside declared content arguments are not read as destinations."""
+
+    def ungrounded(self: SinkGate, trace_id: str, tool: str, decl: ToolDecl, args: Any) -> Any:
+        bare = ToolDecl(decl.sink, decl.destinations, decl.allow_destinations, ())
+        return _real_ungrounded(self, trace_id, tool, bare, args)
+
+    return mock.patch.object(SinkGate, "_ungrounded", ungrounded)
+
+
+@mutant("C4.6/case-sensitive")
+def case_sensitive() -> Any:
+    """Values are compared as written: ``Alice`` in the user's words does not ground
+    ``alice`` (a refusal of a grounded destination)."""
+
+    def grounded(self: GroundingStore, trace_id: str, value: str) -> bool:
+        return _real_grounded(self, trace_id, value) and any(
+            value.strip() in c.text for c in self._sessions[trace_id].trusted
+        )
+
+    return mock.patch.object(GroundingStore, "grounded", grounded)
