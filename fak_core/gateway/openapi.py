@@ -162,6 +162,24 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["reset", "trace_id"],
         "properties": {"reset": {"const": True}, "trace_id": {"type": "string"}},
     },
+    "TraceContextRequest": {
+        "type": "object",
+        "required": ["trace_id", "text"],
+        "properties": {
+            "trace_id": {"type": "string", "pattern": r"\S", "maxLength": 128},
+            "text": {"type": "string", "description": "the user's (or system's) own words"},
+            "origin": {"enum": ["user", "system"], "default": "user"},
+        },
+    },
+    "TraceContextResponse": {
+        "type": "object",
+        "required": ["recorded", "trace_id", "origin"],
+        "properties": {
+            "recorded": {"const": True},
+            "trace_id": {"type": "string"},
+            "origin": {"enum": ["user", "system"]},
+        },
+    },
     "PolicyReloadResponse": {
         "type": "object",
         "required": ["reloaded", "source", "digest"],
@@ -315,6 +333,12 @@ def _paths() -> dict[str, Any]:
             400,
             503,
             parameters=_OWNER_PARAMS,
+        ),
+        "/v1/fak/trace/context": _post(
+            "Record the user's words for a session: destinations in them are grounded",
+            "TraceContextRequest",
+            "TraceContextResponse",
+            400,
         ),
         "/v1/fak/trace/{trace_id}": {
             "get": {
