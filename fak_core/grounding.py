@@ -37,6 +37,7 @@ text; a check is linear in the session's trusted text.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import unicodedata
@@ -179,11 +180,13 @@ class _Chunk:
     text: str
     specials: frozenset[tuple[str, str]]
     cost: int
+    digest: bytes = b""
 
 
 @dataclass
 class _Session:
     trusted: deque[_Chunk] = field(default_factory=deque)
+    seen: set[bytes] = field(default_factory=set)
     untrusted: deque[tuple[str, str]] = field(default_factory=deque)
     trusted_cost: int = 0
     untrusted_cost: int = 0
@@ -224,17 +227,31 @@ class GroundingStore:
         return s
 
     def record_trusted(self, trace_id: str, text: str, origin: str = "user") -> None:
-        """Add the user's, the system's or a trusted tool's words to the session."""
+        """Add the user's, the system's or a trusted tool's words to the session. A text
+        the session already holds (a proxy sees the whole history every turn) is skipped."""
         text = text[: self.trusted_bytes]  # chars >= bytes: never reads past the bound
+        digest = hashlib.blake2b(
+            f"{origin}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16
+        ).digest()
+        known = self._sessions.get(trace_id)
+        if known is not None and digest in known.seen:
+            with self._lock:
+                if trace_id in self._sessions:
+                    self._sessions.move_to_end(trace_id)
+            return
         words, specials = _scan(text)
         cost = len(words.encode("utf-8")) + sum(len(s[1]) for s in specials) + _OVERHEAD
         with self._lock:
             s = self._session(trace_id)
-            s.trusted.append(_Chunk(origin, words, specials, cost))
+            if digest in s.seen:
+                return
+            s.trusted.append(_Chunk(origin, words, specials, cost, digest))
+            s.seen.add(digest)
             s.trusted_cost += cost
             self._bytes += cost
             while s.trusted_cost > self.trusted_bytes and s.trusted:
                 old = s.trusted.popleft()
+                s.seen.discard(old.digest)
                 s.trusted_cost -= old.cost
                 self._bytes -= old.cost
             self._bound(trace_id)

@@ -610,6 +610,11 @@ class Kernel:
         self.ledger.reset(trace_id)
         self.grounding.reset(trace_id)
 
+    @property
+    def grounds_destinations(self) -> bool:
+        """Whether the running policy declares destinations to ground (policy v2)."""
+        return self._grounds_results
+
     def record_trusted(self, trace_id: str, text: str, origin: str = "user") -> None:
         """Record the user's (or the system's) own words for the session: destinations
         that appear in them are grounded (:mod:`fak_core.grounding`). Only the host may

@@ -3,6 +3,7 @@ Each puts back one plausible way the declarations or the grounding check could b
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import Any
 from unittest import mock
@@ -13,6 +14,7 @@ from fak_core.sinks import SinkGate
 from pytest_fak import mutant
 
 _grounding = importlib.import_module("fak_core.grounding")
+_user_words = importlib.import_module("fak_core.gateway.user_words")
 _real_set_policy = SinkGate.set_policy
 _real_ungrounded = SinkGate._ungrounded
 _real_grounded = GroundingStore.grounded
@@ -98,3 +100,39 @@ def case_sensitive() -> Any:
         )
 
     return mock.patch.object(GroundingStore, "grounded", grounded)
+
+
+@mutant("C4.6/tool-results-as-user-words")
+def tool_results_as_user_words() -> Any:
+    """The proxies read every part of a user or tool message as the user's words, an
+    Anthropic ``tool_result`` block and an OpenAI ``tool`` message included."""
+
+    def texts(content: Any) -> list[str]:
+        if isinstance(content, str):
+            return [content]
+        out: list[str] = []
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict):
+                for key in ("text", "content"):
+                    if isinstance(part.get(key), str):
+                        out.append(part[key])
+        return out
+
+    roles = {**_user_words._OPENAI_ROLES, "tool": "user"}
+    return _chain(
+        mock.patch.object(_user_words, "_texts", texts),
+        mock.patch.object(_user_words, "_OPENAI_ROLES", roles),
+    )
+
+
+def _chain(*patches: Any) -> Any:
+    stack = contextlib.ExitStack()
+
+    @contextlib.contextmanager
+    def entered() -> Any:
+        with stack:
+            for p in patches:
+                stack.enter_context(p)
+            yield
+
+    return entered()
