@@ -29,7 +29,8 @@ copy adds nothing the attacker could not have written anyway. Untrusted content 
 only to say in a refusal where an ungrounded value came from.
 
 Memory is bounded in bytes per session (``trusted_bytes``, ``untrusted_bytes``: the
-oldest texts leave first; a single text is cut to the bound before it is read) and across
+oldest texts leave first; a single trusted text is cut to a quarter of its bound, an
+untrusted one to its bound, before it is read) and across
 sessions (``max_bytes``: the least recently used session leaves first). Forgetting is
 fail-closed: lost trusted context grounds nothing. Recording is linear in the (bounded)
 text; a check is linear in the session's trusted text.
@@ -37,6 +38,7 @@ text; a check is linear in the session's trusted text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -140,6 +142,13 @@ def _special(word: str) -> tuple[str, str] | None:
 
 def canonical_value(value: str) -> tuple[str, str]:
     """``(kind, canonical)`` of a destination value; kind is email, url, iban or text."""
+    if len(value) > MAX_VALUE_CHARS:
+        return ("text", "")  # never grounded
+    return _canonical(value)
+
+
+@functools.lru_cache(maxsize=1024)  # destinations repeat; at most 1024 values of <= 2 KiB
+def _canonical(value: str) -> tuple[str, str]:
     v = unicodedata.normalize("NFKC", value).strip().casefold()
     compact = "".join(v.split())
     if _IBAN.match(compact):
@@ -171,7 +180,9 @@ def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
                 j += 1
                 if _IBAN.match(joined):
                     specials.add(("iban", joined))
-    return " ".join(words), frozenset(specials)
+    specials.update(("word", w) for w in words)  # a one-word value is one lookup
+    # padded with a space at each end, so a word sequence is found as " seq "
+    return " " + " ".join(words) + " ", frozenset(specials)
 
 
 @dataclass
@@ -187,6 +198,8 @@ class _Chunk:
 class _Session:
     trusted: deque[_Chunk] = field(default_factory=deque)
     seen: set[bytes] = field(default_factory=set)
+    #: How many trusted chunks hold each canonical special (one lookup per check).
+    specials: dict[tuple[str, str], int] = field(default_factory=dict)
     untrusted: deque[tuple[str, str]] = field(default_factory=deque)
     trusted_cost: int = 0
     untrusted_cost: int = 0
@@ -229,7 +242,8 @@ class GroundingStore:
     def record_trusted(self, trace_id: str, text: str, origin: str = "user") -> None:
         """Add the user's, the system's or a trusted tool's words to the session. A text
         the session already holds (a proxy sees the whole history every turn) is skipped."""
-        text = text[: self.trusted_bytes]  # chars >= bytes: never reads past the bound
+        # a text, its words and their index must fit the bound together: a quarter of it
+        text = text[: self.trusted_bytes // 4]
         digest = hashlib.blake2b(
             f"{origin}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16
         ).digest()
@@ -240,18 +254,27 @@ class GroundingStore:
                     self._sessions.move_to_end(trace_id)
             return
         words, specials = _scan(text)
-        cost = len(words.encode("utf-8")) + sum(len(s[1]) for s in specials) + _OVERHEAD
+        cost = len(words.encode("utf-8")) + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
         with self._lock:
             s = self._session(trace_id)
             if digest in s.seen:
                 return
             s.trusted.append(_Chunk(origin, words, specials, cost, digest))
             s.seen.add(digest)
+            counts = s.specials
+            for key in specials:
+                counts[key] = counts.get(key, 0) + 1
             s.trusted_cost += cost
             self._bytes += cost
             while s.trusted_cost > self.trusted_bytes and s.trusted:
                 old = s.trusted.popleft()
                 s.seen.discard(old.digest)
+                for key in old.specials:
+                    left = s.specials[key] - 1
+                    if left:
+                        s.specials[key] = left
+                    else:
+                        del s.specials[key]
                 s.trusted_cost -= old.cost
                 self._bytes -= old.cost
             self._bound(trace_id)
@@ -300,12 +323,12 @@ class GroundingStore:
         s = self._sessions.get(trace_id)
         if s is None:
             return False
-        chunks = tuple(s.trusted)
-        if kind == "text":
-            needle = f" {canon} "
-            return any(needle in f" {c.text} " for c in chunks)
-        key = (kind, canon)
-        return any(key in c.specials for c in chunks)
+        if kind != "text":
+            return (kind, canon) in s.specials
+        if " " not in canon:
+            return ("word", canon) in s.specials
+        needle = f" {canon} "
+        return any(needle in c.text for c in tuple(s.trusted))
 
     def origin_of(self, trace_id: str, value: str) -> str | None:
         """The origin of the first untrusted text that holds ``value``'s words, if any."""
@@ -317,7 +340,7 @@ class GroundingStore:
             return None
         for origin, text in tuple(s.untrusted):
             words, specials = _scan(text)
-            if (kind, canon) in specials or (kind == "text" and f" {canon} " in f" {words} "):
+            if (kind, canon) in specials or (kind == "text" and f" {canon} " in words):
                 return origin
         return None
 

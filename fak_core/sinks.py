@@ -47,6 +47,7 @@ BY = "ifc-sink"
 _NO_OPINION = Verdict.defer(BY)
 _AUTHORIZED = Verdict.defer(BY + "(authorized)")
 _GROUNDED = Verdict.defer(BY + "(grounded)")
+_NOTHING: frozenset[tuple[str, str]] = frozenset()
 #: The sink class of an undeclared tool under ``strict_sinks`` when no heuristic names one.
 UNDECLARED = "UNDECLARED"
 
@@ -340,18 +341,19 @@ class SinkGate:
                 return _NO_OPINION
         if (tool, sink) in self._authorized:
             return _AUTHORIZED
-        meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
         if decl is not None and (decl.destinations or decl.content):
             bad = self._ungrounded(call.trace_id, tool, decl, view.args())
             if bad is None:
                 return _GROUNDED
             pointer, value = bad
+            meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
             return Verdict.deny(
                 Reason.TRUST_VIOLATION,
                 BY,
                 claim=self._ungrounded_claim(call.trace_id, sink, flow, pointer, value),
                 meta={**meta, "ifc_ungrounded": pointer},
             )
+        meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
         claim = f"{sink} sink fed {flow.label} data"
         if sink == UNDECLARED:
             claim = f"undeclared tool {tool} is a sink under strict_sinks, fed {flow.label} data"
@@ -363,7 +365,7 @@ class SinkGate:
         """The first destination (pointer, value) that is not grounded; None if all are."""
         if args is None:
             return ("", None)
-        allowed = self._allowed_dest.get(tool, frozenset())
+        allowed = self._allowed_dest.get(tool, _NOTHING)
         store = self.grounding
         for pointer in decl.destinations:
             found = resolve_pointer(args, pointer)
