@@ -110,6 +110,22 @@ def _decide(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _approve(ns: argparse.Namespace) -> int:
+    from fak_core.approvals import APPROVAL_ENV, approval_key_from_env, mint_approval
+
+    try:
+        key = approval_key_from_env()
+        json.loads(ns.args)
+    except (ValueError, json.JSONDecodeError) as exc:
+        print(f"fak: {exc}", file=sys.stderr)
+        return 2
+    if key is None:
+        print(f"fak: set {APPROVAL_ENV} to the gateway's approval key", file=sys.stderr)
+        return 2
+    print(mint_approval(key, ns.trace, ns.tool, ns.args, ns.ttl))
+    return 0
+
+
 def _journal_verify(ns: argparse.Namespace) -> int:
     from fak_core.journal import JournalError, verify_files
 
@@ -166,6 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--policy", help="policy file; default: the built-in policy")
     dec.add_argument("--trace", help="trace id")
     dec.set_defaults(func=_decide)
+
+    apr = sub.add_parser(
+        "approve", help="mint a single-use approval token for one call (key: FAK_APPROVAL_KEY)"
+    )
+    apr.add_argument("--trace", required=True, help="the session (trace id) of the call")
+    apr.add_argument("--tool", required=True)
+    apr.add_argument("--args", default="{}", help="the call's arguments as JSON text")
+    apr.add_argument("--ttl", type=float, default=300.0, help="seconds it stays valid")
+    apr.set_defaults(func=_approve)
 
     jr = sub.add_parser("journal", help="verify or read a decision journal")
     jsub = jr.add_subparsers(dest="journal_command", metavar="ACTION", required=True)

@@ -72,6 +72,8 @@ _TRAIL = "\"'.,;:!?)]}>*`"
 _EMAIL = re.compile(r"^[^@\s]++@[^@\s]++$")
 _IBAN_HEAD = re.compile(r"^[a-z]{2}[0-9]{2}[a-z0-9]*+$")
 _IBAN = re.compile(r"^[a-z]{2}[0-9]{2}[a-z0-9]{11,30}+$")
+# a host or URL, a full stop, then a capitalised word with no space between them
+_RUN_ON = re.compile(r"(?<!\S)([^\s.]++(?:\.[^\s.]++)*?\.[a-z]{2,63}+)\.[A-Z][a-z]++")
 
 
 def _words(text: str) -> list[str]:
@@ -180,6 +182,11 @@ def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
                 j += 1
                 if _IBAN.match(joined):
                     specials.add(("iban", joined))
+    # a sentence that ends in a host with no space after its full stop ("see x.com.Then")
+    for m in _RUN_ON.finditer(unicodedata.normalize("NFKC", text)):
+        s = _special(m.group(1).casefold())
+        if s is not None:
+            specials.add(s)
     specials.update(("word", w) for w in words)  # a one-word value is one lookup
     # padded with a space at each end, so a word sequence is found as " seq "
     return " " + " ".join(words) + " ", frozenset(specials)

@@ -285,6 +285,17 @@ class Kernel:
     ) -> int:
         return self.kinds.register(code, name, rank, fallback)
 
+    def enable_approvals(self, key: bytes | None = None) -> bool:
+        """Accept signed approval tokens (:mod:`fak_core.approvals`) for calls the policy
+        sends to a human; the key defaults to ``FAK_APPROVAL_KEY``. False when no key."""
+        from fak_core.approvals import ApprovalResolver, approval_key_from_env
+
+        key = key if key is not None else approval_key_from_env()
+        if key is None:
+            return False
+        self.add_witness_resolver("approval", ApprovalResolver(key))
+        return True
+
     def register_sink_class(self, name: str) -> str:
         """Add a sink class; load policies naming it with
         ``load_policy(..., sinks=kernel.sink_classes)``."""

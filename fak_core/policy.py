@@ -52,7 +52,7 @@ POSTURES = ("fail_closed", "admit_and_log")
 SINK_NAMES = ("EGRESS", "EXEC", "DESTRUCTIVE")
 #: Keys only a ``fak-policy/v2`` document may hold.
 V2_KEYS = ("tools", "strict_sinks")
-_TOOL_DECL_KEYS = ("sink", "destinations", "content", "allow_destinations")
+_TOOL_DECL_KEYS = ("sink", "destinations", "content", "allow_destinations", "approve")
 SOURCE_NAMES = ("trusted_local", "untrusted")
 
 
@@ -92,6 +92,9 @@ class ToolDecl:
     #: Free-text arguments (JSON Pointers): every URL, e-mail address or host written
     #: inside them is a destination too (a link in a message sends its reader there).
     content: tuple[str, ...] = ()
+    #: An ungrounded destination asks a human (REQUIRE_WITNESS, resolved by a signed
+    #: approval token, :mod:`fak_core.approvals`) instead of being refused outright.
+    approve: bool = False
 
 
 @dataclass(frozen=True)
@@ -349,7 +352,12 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
             raise _fail(f"{where}.destinations", "a tool that is never a sink has no destinations")
         if allowed and not (pointers or content):
             raise _fail(f"{where}.allow_destinations", "needs destinations to apply to")
-        out[tool] = ToolDecl(sink, pointers, allowed, content)
+        approve = decl.get("approve", False)
+        if not isinstance(approve, bool):
+            raise _fail(f"{where}.approve", "expected true or false")
+        if approve and not (pointers or content):
+            raise _fail(f"{where}.approve", "needs destinations or content to approve")
+        out[tool] = ToolDecl(sink, pointers, allowed, content, approve)
     return out
 
 
@@ -510,6 +518,7 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
                         "destinations": list(d.destinations),
                         "content": list(d.content),
                         "allow_destinations": list(d.allow_destinations),
+                        "approve": d.approve,
                     }
                     for name, d in policy.tools.items()
                 },

@@ -346,13 +346,19 @@ class SinkGate:
             if bad is None:
                 return _GROUNDED
             pointer, value = bad
-            meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
-            return Verdict.deny(
-                Reason.TRUST_VIOLATION,
-                BY,
-                claim=self._ungrounded_claim(call.trace_id, sink, flow, pointer, value),
-                meta={**meta, "ifc_ungrounded": pointer},
-            )
+            meta = {"ifc_sink": str(sink), "ifc_flow": flow.label, "ifc_ungrounded": pointer}
+            claim = self._ungrounded_claim(call.trace_id, sink, flow, pointer, value)
+            if decl.approve:
+                advice = (
+                    f"; a human may approve this exact call: fak approve --trace ... --tool {tool}"
+                )
+                return Verdict.require_witness(
+                    claim + advice,
+                    BY,
+                    Reason.TRUST_VIOLATION,
+                    meta={**meta, "approval": "required"},
+                )
+            return Verdict.deny(Reason.TRUST_VIOLATION, BY, claim=claim, meta=meta)
         meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
         claim = f"{sink} sink fed {flow.label} data"
         if sink == UNDECLARED:
@@ -395,14 +401,14 @@ class SinkGate:
         self, trace_id: str, sink: str, flow: Taint, pointer: str, value: Any
     ) -> str:
         shown = repr(value)
-        if len(shown) > 120:
-            shown = shown[:117] + "..."
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
         where = "in no content this session admitted"
         if isinstance(value, str) and self.grounding is not None:
             origin = self.grounding.origin_of(trace_id, value)
             if origin is not None:
-                where = f"only in untrusted content (the result of {origin})"
+                where = f"only in the untrusted result of {origin}"
         return (
-            f"{sink} sink fed {flow.label} data: destination {pointer} = {shown} is not "
-            f"grounded in trusted context; it appears {where}"
+            f"{sink} sink fed {flow.label} data: {pointer} = {shown} is not grounded; "
+            f"it appears {where}"
         )

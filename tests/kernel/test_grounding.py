@@ -206,7 +206,7 @@ def test_refusals_name_the_argument_the_value_and_its_origin() -> None:
     bad = k.decide(ToolCall("send", '{"to": "US133000000121212121212"}', "s"))
     assert bad.kind == VerdictKind.DENY
     assert "/to = 'US133000000121212121212'" in bad.claim
-    assert "the result of fetch" in bad.claim
+    assert "the untrusted result of fetch" in bad.claim
     made_up = k.decide(ToolCall("send", '{"to": "nobody@nowhere.example"}', "s"))
     assert "in no content this session admitted" in made_up.claim
     # a table or a boolean cannot be grounded; an absent destination has nothing to check
@@ -339,6 +339,14 @@ def test_declarations_override_the_heuristics(
             "tools.x.allow_destinations",
         ),
         ({"version": V2, "strict_sinks": "yes"}, "strict_sinks"),
+        ({"version": V2, "tools": {"x": {"sink": "SPEND", "approve": True}}}, "tools.x.approve"),
+        (
+            {
+                "version": V2,
+                "tools": {"x": {"sink": "SPEND", "destinations": ["/a"], "approve": 1}},
+            },
+            "tools.x.approve",
+        ),
         ({"version": V2, "gated_sinks": ["MAIL"]}, "unknown sink 'MAIL'"),
     ],
 )

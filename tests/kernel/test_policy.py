@@ -82,13 +82,18 @@ pointers = st.lists(names.map(lambda n: "/" + n), max_size=2, unique=True).map(t
 tool_decls = st.one_of(
     st.just(ToolDecl("NONE")),
     st.builds(
-        lambda sink, dests, allowed, content: ToolDecl(
-            sink, dests, allowed if dests or content else (), content
+        lambda sink, dests, allowed, content, approve: ToolDecl(
+            sink,
+            dests,
+            allowed if dests or content else (),
+            content,
+            approve and bool(dests or content),
         ),
         st.sampled_from(["EXEC", "DESTRUCTIVE", "EGRESS", "SPEND", "CREDENTIAL"]),
         pointers,
         st.lists(names, max_size=2).map(tuple),
         pointers,
+        st.booleans(),
     ),
 )
 # v2 documents: every v1 key plus declared tool semantics and strict_sinks

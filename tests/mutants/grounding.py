@@ -136,3 +136,43 @@ def _chain(*patches: Any) -> Any:
             yield
 
     return entered()
+
+
+# ---------------------------------------------------------------- C4.7 approvals
+_approvals = importlib.import_module("fak_core.approvals")
+
+
+@mutant("C4.7/mac-unchecked")
+def mac_unchecked() -> Any:
+    """The token's MAC is compared with itself: any payload passes for signed."""
+    return mock.patch.object(_approvals.hmac, "compare_digest", return_value=True)
+
+
+@mutant("C4.7/args-unbound")
+def args_unbound() -> Any:
+    """The token carries no real digest of the arguments: every call's digest is equal."""
+    return mock.patch.object(_approvals, "canonical_args_digest", return_value="unbound")
+
+
+@mutant("C4.7/replayable")
+def replayable() -> Any:
+    """Spent nonces are never remembered: a token approves its call again and again."""
+    real = _approvals.ApprovalResolver.verify
+
+    def verify(self: Any, call: Any, token: str) -> str | None:
+        why = real(self, call, token)
+        self._used.clear()
+        return why
+
+    return mock.patch.object(_approvals.ApprovalResolver, "verify", verify)
+
+
+@mutant("C4.7/expiry-ignored")
+def expiry_ignored() -> Any:
+    """The expiry is read from the token but the clock is never consulted."""
+    real_init = _approvals.ApprovalResolver.__init__
+
+    def init(self: Any, key: bytes, max_used: int = 65536, clock: Any = None) -> None:
+        real_init(self, key, max_used, lambda: 0.0)
+
+    return mock.patch.object(_approvals.ApprovalResolver, "__init__", init)
