@@ -370,3 +370,31 @@ def test_v1_keeps_its_meaning_and_v2_gates_every_class_by_default() -> None:
         sinks=k.sink_classes,
     )
     assert "ACCOUNT" in ext.gated_sinks and ext.tools["x"].sink == "ACCOUNT"
+
+
+@pytest.mark.fak_theorem("D2.8")
+def test_policy_check_explains_each_tools_sink_class(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pathlib import Path
+
+    from fak_core.cli import main
+
+    v1 = Path(str(tmp_path)) / "v1.toml"
+    v1.write_text('allow = ["send_money", "update_password", "get_balance"]\n')
+    assert main(["policy", "check", str(v1)]) == 0
+    out = capsys.readouterr().out
+    assert "send_money: EGRESS (by the name heuristics, gated" in out
+    assert "update_password: NONE (by the name heuristics, not a sink" in out
+    v2 = Path(str(tmp_path)) / "v2.toml"
+    v2.write_text(
+        'version = "fak-policy/v2"\nallow = ["send_money", "get_balance", "other"]\n'
+        "strict_sinks = true\n"
+        '[tools.send_money]\nsink = "SPEND"\ndestinations = ["/recipient"]\n'
+        '[tools.get_balance]\nsink = "NONE"\n'
+    )
+    assert main(["policy", "check", str(v2)]) == 0
+    out = capsys.readouterr().out
+    assert "send_money: SPEND (declared, gated; grounded: /recipient)" in out
+    assert "get_balance: NONE (declared, not a sink)" in out
+    assert "other: UNDECLARED (undeclared, a sink under strict_sinks, gated)" in out
