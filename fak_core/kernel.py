@@ -51,6 +51,7 @@ from fak_core.preflight import Ladder, Rung
 from fak_core.provenance import Source, SourceRegistry
 from fak_core.ratelimit import RateLimiter
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
+from fak_core.rules import RuleGate
 from fak_core.schemas import SchemaRegistry
 from fak_core.sinkclasses import SinkClassRegistry
 from fak_core.sinks import SinkGate
@@ -80,6 +81,7 @@ PREFLIGHT_RANK = 10
 SINK_GATE_RANK = 30
 FLOOR_RANK = 100
 SCREEN_RANK = 10
+RULES_RANK = 40
 
 Tool = Callable[[dict[str, Any]], Any]
 #: ``gate(call, verdict)`` before a tool runs: None lets it run, a verdict refuses it.
@@ -154,6 +156,7 @@ class Kernel:
         self._grounds_results = _grounds(self.policy)
         self.sink_gate = SinkGate(self.ledger, self.policy, self.grounding)
         self.floor = CapabilityFloor(self.policy, self.reasons)
+        self.rules = RuleGate(self.ledger, self.policy.rules, self.reasons)
         self._host_screen: ScreenConfig | None = None
         self.screen = ResultScreen(
             self.policy.secret_patterns, config=self.policy.screen, minted=self.held.minted
@@ -163,6 +166,7 @@ class Kernel:
         if builtin_chain:
             self.add_adjudicator(self.ladder, PREFLIGHT_RANK, name="preflight")
             self.add_adjudicator(self.sink_gate, SINK_GATE_RANK, name="ifc-sink")
+            self.add_adjudicator(self.rules, RULES_RANK, name="rules")
             self.add_adjudicator(self.floor, FLOOR_RANK, name="floor")
             self.add_admitter(self.screen, SCREEN_RANK, name="result-screen")
         self._apply_policy_tables(self.policy)
@@ -173,6 +177,7 @@ class Kernel:
         with self._lock:
             self.floor.set_policy(policy)
             self.sink_gate.set_policy(policy)
+            self.rules.set_rules(policy.rules)
             self._grounds_results = _grounds(policy)
             self.screen.set_patterns(policy.secret_patterns)
             self.screen.configure(policy.screen or self._host_screen or ScreenConfig())

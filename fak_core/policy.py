@@ -28,6 +28,7 @@ from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
 from fak_core.ratelimit import KEYS as RATE_KEYS
 from fak_core.ratelimit import RateLimit
 from fak_core.reasons import Reason, ReasonRegistry
+from fak_core.rules import EFFECTS, TAINT_CONDITIONS, ArgumentRule
 from fak_core.schemas import InvalidSchemaError, compile_schema
 from fak_core.sinkclasses import NOT_A_SINK, SinkClassRegistry
 
@@ -51,7 +52,8 @@ POLICY_V2 = "fak-policy/v2"
 POSTURES = ("fail_closed", "admit_and_log")
 SINK_NAMES = ("EGRESS", "EXEC", "DESTRUCTIVE")
 #: Keys only a ``fak-policy/v2`` document may hold.
-V2_KEYS = ("tools", "strict_sinks")
+V2_KEYS = ("tools", "strict_sinks", "rules")
+_RULE_KEYS = ("tool", "effect", "when", "taint", "priority", "reason", "claim")
 _TOOL_DECL_KEYS = ("sink", "destinations", "content", "allow_destinations", "approve")
 SOURCE_NAMES = ("trusted_local", "untrusted")
 
@@ -120,6 +122,7 @@ class Policy:
     screen: ScreenConfig | None = None
     tools: dict[str, ToolDecl] = field(default_factory=dict)
     strict_sinks: bool = False
+    rules: tuple[ArgumentRule, ...] = ()
 
     @property
     def is_v2(self) -> bool:
@@ -294,7 +297,49 @@ def parse_policy(
         screen=screen,
         tools=_tool_decls(doc.get("tools", {}), classes),
         strict_sinks=_bool(doc, "strict_sinks", False),
+        rules=_argument_rules(doc.get("rules", []), reasons),
     )
+
+
+def _argument_rules(raw: Any, reasons: ReasonRegistry) -> tuple[ArgumentRule, ...]:
+    """The v2 ``rules`` list: ordered per-tool rules (:mod:`fak_core.rules`)."""
+    if not isinstance(raw, list):
+        raise _fail("rules", "expected a list of rule tables")
+    out: list[ArgumentRule] = []
+    for i, rule in enumerate(raw):
+        k = f"rules[{i}]"
+        rule = _keys(rule, k, _RULE_KEYS)
+        tool = rule.get("tool")
+        if not isinstance(tool, str) or not tool:
+            raise _fail(f"{k}.tool", "required, a tool name")
+        effect = rule.get("effect")
+        if effect not in EFFECTS:
+            raise _fail(f"{k}.effect", f"required, one of {', '.join(EFFECTS)}; got {effect!r}")
+        taint = rule.get("taint", "any")
+        if taint not in TAINT_CONDITIONS:
+            raise _fail(f"{k}.taint", f"one of {', '.join(TAINT_CONDITIONS)}; got {taint!r}")
+        priority = rule.get("priority", 0)
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise _fail(f"{k}.priority", "expected an integer (higher is tried first)")
+        when = rule.get("when", True)
+        try:
+            compile_schema(when, tool)
+        except InvalidSchemaError as exc:
+            raise _fail(f"{k}.when", str(exc)) from None
+        reason = rule.get("reason", "")
+        if not isinstance(reason, str):
+            raise _fail(f"{k}.reason", "expected a reason name")
+        if reason:
+            if effect == "allow":
+                raise _fail(f"{k}.reason", "an allow rule refuses nothing: it has no reason")
+            _reason(reasons, f"{k}.reason", reason)
+        claim = rule.get("claim", "")
+        if not isinstance(claim, str):
+            raise _fail(f"{k}.claim", "expected a string")
+        out.append(
+            ArgumentRule(tool, effect, json.loads(json.dumps(when)), taint, priority, reason, claim)
+        )
+    return tuple(out)
 
 
 def _bool(doc: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -512,6 +557,18 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
         **(
             {
                 "strict_sinks": policy.strict_sinks,
+                "rules": [
+                    {
+                        "tool": r.tool,
+                        "effect": r.effect,
+                        "when": json.loads(json.dumps(r.when)),
+                        "taint": r.taint,
+                        "priority": r.priority,
+                        "reason": r.reason,
+                        "claim": r.claim,
+                    }
+                    for r in policy.rules
+                ],
                 "tools": {
                     name: {
                         "sink": d.sink,

@@ -25,6 +25,7 @@ from fak_core import (
 )
 from fak_core.policy import ToolDecl
 from fak_core.ratelimit import RateLimit
+from fak_core.rules import ArgumentRule
 
 names = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=8)
 reasons = st.sampled_from(
@@ -96,19 +97,41 @@ tool_decls = st.one_of(
         st.booleans(),
     ),
 )
-# v2 documents: every v1 key plus declared tool semantics and strict_sinks
+argument_rules = st.lists(
+    st.builds(
+        lambda tool, effect, lo, taint, priority, claim: ArgumentRule(
+            tool,
+            effect,
+            {"properties": {"n": {"minimum": lo}}} if lo is not None else True,
+            taint,
+            priority,
+            "POLICY_BLOCK" if effect == "deny" else "",
+            claim,
+        ),
+        names,
+        st.sampled_from(["allow", "deny", "witness"]),
+        st.none() | st.integers(-3, 3),
+        st.sampled_from(["any", "trusted", "tainted"]),
+        st.integers(-3, 3),
+        st.sampled_from(["", "over the limit"]),
+    ),
+    max_size=3,
+).map(tuple)
+# v2 documents: every v1 key plus declared tool semantics, strict_sinks and argument rules
 v2_policies = st.builds(
-    lambda p, tools, strict: Policy(
+    lambda p, tools, strict, rules: Policy(
         **{
             **{f: getattr(p, f) for f in p.__dataclass_fields__},
             "version": "fak-policy/v2",
             "tools": tools,
             "strict_sinks": strict,
+            "rules": rules,
         }
     ),
     policies,
     st.dictionaries(names, tool_decls, max_size=3),
     st.booleans(),
+    argument_rules,
 )
 
 

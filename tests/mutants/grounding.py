@@ -176,3 +176,46 @@ def expiry_ignored() -> Any:
         real_init(self, key, max_used, lambda: 0.0)
 
     return mock.patch.object(_approvals.ApprovalResolver, "__init__", init)
+
+
+# ---------------------------------------------------------------- D2.9 argument rules
+_rules = importlib.import_module("fak_core.rules")
+_real_set_rules = _rules.RuleGate.set_rules
+
+
+@mutant("D2.9/last-match-wins")
+def last_match_wins() -> Any:
+    """The rules are tried in reverse order: the last matching rule decides."""
+
+    def set_rules(self: Any, rules: Any) -> None:
+        _real_set_rules(self, rules)
+        self._rules = {tool: entries[::-1] for tool, entries in self._rules.items()}
+
+    return mock.patch.object(_rules.RuleGate, "set_rules", set_rules)
+
+
+@mutant("D2.9/priority-ignored")
+def priority_ignored() -> Any:
+    """Rules are tried in file order whatever their priority."""
+
+    def set_rules(self: Any, rules: Any) -> None:
+        _real_set_rules(self, rules)
+        self._rules = {t: sorted(e, key=lambda x: x[1]) for t, e in self._rules.items()}
+
+    return mock.patch.object(_rules.RuleGate, "set_rules", set_rules)
+
+
+@mutant("D2.9/taint-condition-ignored")
+def taint_condition_ignored() -> Any:
+    """A rule's taint condition is read but every rule applies on every session."""
+
+    def set_rules(self: Any, rules: Any) -> None:
+        _real_set_rules(
+            self,
+            tuple(
+                r.__class__(r.tool, r.effect, r.when, "any", r.priority, r.reason, r.claim)
+                for r in rules
+            ),
+        )
+
+    return mock.patch.object(_rules.RuleGate, "set_rules", set_rules)
