@@ -14,6 +14,7 @@ from fak_core.adjudicators import (
     WitnessResolver,
 )
 from fak_core.admission import HeldStore, ResultScreen, ScreenConfig, ToolScreen
+from fak_core.approvals import ApprovalResolver, mint_approval
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
@@ -48,6 +49,7 @@ from fak_core.policy import (
 from fak_core.preflight import Catch, CatchRate, Ladder, NegativeRow, NegativesLedger, Rung
 from fak_core.provenance import Source, SourceRegistry
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
+from fak_core.rules import ArgumentRule, RuleGate
 from fak_core.schemas import InvalidSchemaError, SchemaRegistry, compile_schema
 from fak_core.sinkclasses import SinkClassRegistry
 from fak_core.sinks import Sink, SinkGate, classify, sink_class
@@ -70,7 +72,9 @@ __all__ = [
     "SCREEN_RANK",
     "SINK_GATE_RANK",
     "Adjudicator",
+    "ApprovalResolver",
     "ArgRule",
+    "ArgumentRule",
     "ArgsError",
     "AuthorizeRule",
     "CallView",
@@ -107,6 +111,7 @@ __all__ = [
     "Result",
     "ResultAdmitter",
     "ResultScreen",
+    "RuleGate",
     "Rung",
     "SchemaRegistry",
     "ScreenConfig",
@@ -139,6 +144,7 @@ __all__ = [
     "fold_results",
     "is_nonblocking",
     "load_policy",
+    "mint_approval",
     "nonblocking",
     "parse_args",
     "parse_policy",
