@@ -201,7 +201,8 @@ _SCHEMAS: dict[str, Any] = {
                 "description": "every store's bound and counters: max_body, "
                 "max_tool_results, tool_results_refused, max_trace_id_bytes, ledger_bytes, "
                 "ledger_bytes_limit, ledger_evicted, ledger_tombstones, held_bytes, "
-                "held_bytes_limit, held_evicted, sessions, session_bytes, "
+                "held_bytes_limit, held_evicted, grounding_sessions, grounding_bytes, "
+                "grounding_bytes_limit, grounding_evicted, sessions, session_bytes, "
                 "session_bytes_limit, sessions_evicted, session_refusals, ...",
                 "additionalProperties": {"type": "integer"},
             },
