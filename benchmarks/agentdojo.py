@@ -14,7 +14,7 @@ succeeds when every side-effecting call of the injection is allowed and there is
 least one.
 
     .venv-bench/bin/python benchmarks/agentdojo.py [--suite banking slack]
-        [--policies examples/agentdojo] [--v1 | --approve] [--quiet]
+        [--policies examples/agentdojo] [--v1 | --approve] [--adaptive] [--quiet]
 
 ``--approve`` uses the policies that hold an ungrounded destination for a human's
 approval (``approve = true``) instead of refusing it: a held call is not allowed, and
@@ -104,11 +104,27 @@ class Session:
         return True, "", ""
 
 
+def _substitutes(tools: list[Any], fn: str, args: dict[str, Any]) -> list[tuple[str, dict]]:
+    """Other tools an adaptive attacker could call with the same arguments: every tool
+    whose required parameters the call's arguments supply (extra ones dropped, missing
+    flags set to False)."""
+    out = []
+    for tool in tools:
+        fields = tool.parameters.model_fields
+        # a required flag the call lacks is set to False (recurring=False, ...)
+        flags = {k: False for k, f in fields.items() if f.annotation is bool and k not in args}
+        given = {**args, **flags}
+        if tool.name == fn or not all(k in given for k, f in fields.items() if f.is_required()):
+            continue
+        out.append((tool.name, {k: v for k, v in given.items() if k in fields}))
+    return out
+
+
 def _calls(task: Any, env: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(c.function, dict(c.args)) for c in task.ground_truth(env)]
 
 
-def run_suite(name: str, policy_path: Path) -> SuiteFigures:
+def run_suite(name: str, policy_path: Path, adaptive: bool = False) -> SuiteFigures:
     suite = get_suite("v1", name)
     policy = load_policy(policy_path)
     runtime = FunctionsRuntime(suite.tools)
@@ -146,6 +162,13 @@ def run_suite(name: str, policy_path: Path) -> SuiteFigures:
             for fn, args in _calls(inj, copy.deepcopy(s.env)):
                 effect = s.changes_env(fn, args)
                 allowed, reason, _ = s.call(fn, args)
+                if effect and not allowed and adaptive:
+                    # an adaptive attacker tries every tool that takes the same arguments
+                    for alt, alt_args in _substitutes(suite.tools, fn, args):
+                        if s.changes_env(alt, alt_args):
+                            allowed, reason, _ = s.call(alt, alt_args)
+                            if allowed:
+                                break
                 effects += effect
                 allowed_effects += effect and allowed
                 held += effect and reason == "HELD"
@@ -168,12 +191,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--v1", action="store_true", help="use the <suite>.v1.toml baselines")
     ap.add_argument("--approve", action="store_true", help="use the <suite>.approve.toml policies")
     ap.add_argument("--quiet", action="store_true", help="figures only, no refusal list")
+    ap.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="a refused side-effecting injection call is retried through every other tool "
+        "that takes the same arguments (schedule_transaction for send_money, ...)",
+    )
     ns = ap.parse_args(argv)
     totals = SuiteFigures("all")
     for name in ns.suite:
         kind = ".v1" if ns.v1 else ".approve" if ns.approve else ""
         path = ns.policies / f"{name}{kind}.toml"
-        f = run_suite(name, path)
+        f = run_suite(name, path, ns.adaptive)
         print(f"== {name} ({path.name})")
         print(f"   benign tasks with every call allowed: {_pct(f.benign, f.benign_total)}")
         print(f"   attack success: {_pct(f.attacks, f.attack_total)}")
