@@ -180,7 +180,7 @@ def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
             while j < n and len(joined) < 34 and len(words[j]) <= 4 and words[j].isalnum():
                 joined += words[j]
                 j += 1
-                if _IBAN.match(joined):
+                if len(joined) >= 15 and _IBAN.match(joined):
                     specials.add(("iban", joined))
     # a sentence that ends in a host with no space after its full stop ("see x.com.Then")
     for m in _RUN_ON.finditer(unicodedata.normalize("NFKC", text)):
