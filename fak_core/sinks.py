@@ -327,18 +327,9 @@ class SinkGate:
             return _NO_OPINION
         tool = call.tool
         decl = self._decls.get(tool)
-        if decl is not None:
-            sink: str = decl.sink
-            if sink == NOT_A_SINK or sink not in self._gated:
-                return _NO_OPINION
-        else:
-            sink = classify(tool, view.args(), self._safe)
-            if sink is Sink.NONE:
-                if not self._strict:
-                    return _NO_OPINION
-                sink = UNDECLARED
-            elif sink not in self._gated and not self._strict:
-                return _NO_OPINION
+        sink = self._gated_class(tool, decl, view)
+        if sink is None:
+            return _NO_OPINION
         if (tool, sink) in self._authorized:
             return _AUTHORIZED
         if decl is not None and (decl.destinations or decl.content):
@@ -364,6 +355,18 @@ class SinkGate:
         if sink == UNDECLARED:
             claim = f"undeclared tool {tool} is a sink under strict_sinks, fed {flow.label} data"
         return Verdict.deny(Reason.TRUST_VIOLATION, BY, claim=claim, meta=meta)
+
+    def _gated_class(self, tool: str, decl: ToolDecl | None, view: CallView) -> str | None:
+        """The gated sink class of a call, or None when the gate has no opinion: the
+        declaration if any (``NONE`` or an ungated class: None), else the heuristics, and
+        under ``strict_sinks`` every undeclared tool (``UNDECLARED`` if nothing else)."""
+        if decl is not None:
+            sink = decl.sink
+            return None if sink == NOT_A_SINK or sink not in self._gated else sink
+        found = classify(tool, view.args(), self._safe)
+        if found is Sink.NONE:
+            return UNDECLARED if self._strict else None
+        return found.value if found in self._gated or self._strict else None
 
     def _ungrounded(
         self, trace_id: str, tool: str, decl: ToolDecl, args: Any

@@ -120,3 +120,91 @@ def test_fak_approve_mints_a_token_the_kernel_accepts() -> None:
     assert k.syscall(_call("s", "pay", json.loads(args), token))[1].kind == VerdictKind.ALLOW
     missing = subprocess.run(cmd, capture_output=True, text=True, env={"PATH": ""})
     assert missing.returncode == 2 and "FAK_APPROVAL_KEY" in missing.stderr
+
+
+def _signed(payload: object, key: bytes = KEY) -> str:
+    """A token over any payload, signed as the minter signs (to reach every check)."""
+    import base64
+    import hashlib
+    import hmac
+
+    body = base64.urlsafe_b64encode(json.dumps(payload).encode()).rstrip(b"=").decode()
+    signed = "fak1." + body
+    mac = hmac.new(key, signed.encode(), hashlib.sha256).digest()
+    return signed + "." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+@pytest.mark.fak_theorem("C4.7")
+def test_every_refusal_says_why() -> None:
+    from fak_core.approvals import MAX_TOKEN_CHARS, canonical_args_digest
+
+    clock = Clock()
+    r = ApprovalResolver(KEY, clock=clock)
+    call = _call("s", "pay", {"a": 1}, "")
+    good = {"t": "s", "tool": "pay", "d": canonical_args_digest({"a": 1}), "exp": 1_000_060}
+    assert r.verify(call, "nope") == "not an approval token"
+    assert r.verify(call, "fak1" + "x" * 10) == "not an approval token"
+    assert r.verify(call, "fak1.%%%.%%%") == "a malformed approval token"
+    assert r.verify(call, _signed([1, 2])) == "a malformed approval token"
+    assert r.verify(call, _signed({**good, "n": 7})) == "a malformed approval token"
+    assert r.verify(call, _signed({**good, "n": "a"}, OTHER)) == (
+        "the approval token's signature does not match"
+    )
+    assert r.verify(call, _signed({**good, "t": "x", "n": "a"})) == (
+        "the approval is for another session or tool"
+    )
+    assert r.verify(call, _signed({**good, "d": "0", "n": "a"})) == (
+        "the approval is for other arguments"
+    )
+    assert r.verify(call, _signed({**good, "exp": 1_000_000, "n": "a"})) == (
+        "the approval has expired"  # expiry is exclusive: at exp it is already expired
+    )
+    assert r.verify(call, _signed({**good, "n": "a"})) is None
+    assert r.verify(call, _signed({**good, "n": "a"})) == "the approval was already used"
+    long = _signed({**good, "n": "b", "pad": "x" * MAX_TOKEN_CHARS})
+    assert r.verify(call, long) == "not an approval token"
+    # a token of exactly the limit is read
+    for pad in range(1000, 1700):
+        token = _signed({**good, "n": f"c{pad}", "pad": "x" * pad})
+        if len(token) == MAX_TOKEN_CHARS:
+            assert r.verify(call, token) is None
+            break
+    else:
+        raise AssertionError("no token of exactly the limit")
+
+
+@pytest.mark.fak_theorem("C4.7")
+def test_spent_nonces_are_bounded_and_fail_closed() -> None:
+    from fak_core.approvals import canonical_args_digest
+
+    clock = Clock()
+    r = ApprovalResolver(KEY, max_used=2, clock=clock)
+    call = _call("s", "pay", {}, "")
+    good = {"t": "s", "tool": "pay", "d": canonical_args_digest({})}
+    assert r.verify(call, _signed({**good, "exp": 1_000_010, "n": "1"})) is None
+    assert r.verify(call, _signed({**good, "exp": 1_000_100, "n": "2"})) is None
+    third = _signed({**good, "exp": 1_000_100, "n": "3"})
+    assert r.verify(call, third) == "too many live approvals; try again later"
+    clock.now = 1_000_010  # the first token expires: its nonce may go
+    assert r.verify(call, third) is None
+    # the live nonce "2" is still remembered after the purge
+    assert r.verify(call, _signed({**good, "exp": 1_000_100, "n": "2"})) == (
+        "the approval was already used"
+    )
+    clock.now = 1_000_100
+    assert r.verify(call, _signed({**good, "exp": 1_000_200, "n": "4"})) is None
+
+
+@pytest.mark.fak_theorem("C4.7")
+def test_lifetimes_are_bounded_and_nonces_carry_128_bits() -> None:
+    import base64
+
+    for ttl in (0, -0.5, 86400.5):
+        with pytest.raises(ValueError, match="between 0 and 86400"):
+            mint_approval(KEY, "s", "t", {}, ttl)
+    for ttl in (0.5, 86400):
+        token = mint_approval(KEY, "s", "t", {}, ttl, now=0)
+        body = token.split(".")[1]
+        payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        assert payload["exp"] == int(ttl)
+        assert len(payload["n"]) == 32 and int(payload["n"], 16) >= 0

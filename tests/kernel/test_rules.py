@@ -91,3 +91,41 @@ def test_rules_mean_one_thing_or_are_refused(rule: dict[str, object], fragment: 
     assert fragment in str(info.value)
     with pytest.raises(PolicyError, match="needs version"):
         load_policy(json.dumps({"rules": []}), "json")
+
+
+@pytest.mark.fak_theorem("D2.9")
+def test_taint_conditions_claims_ties_and_unparseable_arguments() -> None:
+    trusted_only = ArgumentRule("pay", "deny", True, "trusted", 5)
+    tainted_only = ArgumentRule("pay", "witness", True, "tainted", 5)
+    fallback = ArgumentRule("pay", "deny", True, "any", 0, "SECRET_EXFIL", "too much")
+    k = Kernel(
+        Policy(
+            version="fak-policy/v2", allow=("pay",), rules=(trusted_only, tainted_only, fallback)
+        )
+    )
+    clean = k.decide(ToolCall("pay", "{}", "clean"))
+    assert (clean.kind, clean.claim, clean.meta["rule"]) == (
+        VerdictKind.DENY,
+        "argument rule 0 for pay (deny)",
+        "0",
+    )
+    k.ledger.raise_to("t", Taint.TAINTED)
+    held = k.decide(ToolCall("pay", "{}", "t"))
+    assert (held.kind, held.reason, held.meta["rule"]) == (
+        VerdictKind.REQUIRE_WITNESS,
+        Reason.TRUST_VIOLATION,
+        "1",
+    )
+    # equal priorities: file order; the named reason and claim are the rule's own
+    first = ArgumentRule("pay", "deny", True, "any", 1, "SECRET_EXFIL", "first")
+    second = ArgumentRule("pay", "deny", True, "any", 1, "POLICY_BLOCK", "second")
+    k = Kernel(Policy(version="fak-policy/v2", allow=("pay",), rules=(first, second)))
+    v = k.decide(ToolCall("pay", "{}", "clean"))
+    assert (v.reason, v.claim) == (Reason.SECRET_EXFIL, "first")
+    # arguments that are not a JSON object are refused as MALFORMED before any rule;
+    # the rules themselves have no opinion on them
+    v = k.decide(ToolCall("pay", "[1, 2]", "clean"))
+    assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.MALFORMED)
+    assert k.rules.adjudicate(k.view(ToolCall("pay", "[1, 2]", "clean"))).kind == (
+        VerdictKind.DEFER
+    )
