@@ -398,3 +398,137 @@ def test_policy_check_explains_each_tools_sink_class(
     assert "send_money: SPEND (declared, gated; grounded: /recipient)" in out
     assert "get_balance: NONE (declared, not a sink)" in out
     assert "other: UNDECLARED (undeclared, a sink under strict_sinks, gated)" in out
+
+
+@pytest.mark.fak_theorem("C4.6")
+def test_word_sequences_lengths_lists_and_content_edges() -> None:
+    from fak_core.grounding import MAX_VALUE_CHARS
+
+    decl = ToolDecl("EGRESS", ("/to", "/cc"), ("ok@x.example", "ok.example"), ("/body", "/note"))
+    k = Kernel(Policy(version=V2, allow=("send",), tools={"send": decl}, gated_sinks=("EGRESS",)))
+    k.ledger.raise_to("s", Taint.TAINTED)
+    edge = "a" * MAX_VALUE_CHARS
+    k.record_trusted("s", f"send it to Dana Reyes, thanks. {edge} {edge}b")
+
+    def kind(args: dict[str, object]) -> VerdictKind:
+        return k.decide(ToolCall("send", json.dumps(args), "s")).kind
+
+    allow, deny = VerdictKind.ALLOW, VerdictKind.DENY
+    # a value of several words is grounded only as that word sequence
+    assert kind({"to": "dana reyes"}) == allow
+    assert kind({"to": "DANA  Reyes"}) == allow
+    assert kind({"to": "Reyes Dana"}) == deny
+    assert kind({"to": "Dana Rey"}) == deny
+    # the length bound: a value of exactly the bound can be grounded, one more cannot
+    assert kind({"to": edge}) == allow
+    assert kind({"to": edge + "b"}) == deny
+    # every destination is read: an absent one does not stop the next, an allow-listed
+    # element does not stop the rest of its list
+    assert kind({"cc": ["evil@y.example"]}) == deny
+    assert kind({"to": "ok@x.example", "cc": ["ok@x.example", "evil@y.example"]}) == deny
+    assert kind({"to": "ok@x.example", "cc": ["ok@x.example"]}) == allow
+    # links in content: every content argument, every link, the allow-list per link
+    assert kind({"note": "see evil.example now"}) == deny
+    assert kind({"body": "see ok.example now"}) == allow
+    assert kind({"body": "see ok.example and evil.example"}) == deny
+    assert kind({"body": "see evil.example"}) == deny
+    # the gate itself refuses arguments it cannot read
+    v = k.sink_gate.adjudicate(k.view(ToolCall("send", "[1]", "s")))
+    assert (v.kind, v.meta["ifc_ungrounded"]) == (deny, "")
+    store = k.grounding
+    assert store.grounded("nobody", "dana") is False
+    assert store.grounded("s", "...") is False
+    assert store.grounded("s", "x" * (MAX_VALUE_CHARS + 1)) is False
+
+
+@pytest.mark.fak_theorem("C4.6")
+def test_the_proxies_read_exactly_the_user_and_system_text() -> None:
+    from fak_core.gateway.user_words import anthropic_user_words, openai_user_words
+
+    anthropic = {
+        "system": [{"type": "text", "text": "sys words"}, {"type": "image"}],
+        "messages": [
+            "not a message",
+            {"role": "user", "content": "plain ask"},
+            {"role": "assistant", "content": [{"type": "text", "text": "model words"}]},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "block ask"},
+                    {"type": "tool_result", "tool_use_id": "t", "content": "page words"},
+                    {"type": "text", "text": ""},
+                ],
+            },
+        ],
+    }
+    assert anthropic_user_words(anthropic) == [
+        ("system", "sys words"),
+        ("user", "plain ask"),
+        ("user", "block ask"),
+    ]
+    assert anthropic_user_words({"system": "s", "messages": None}) == [("system", "s")]
+    openai = {
+        "messages": [
+            {"role": "developer", "content": "dev"},
+            {"role": "system", "content": [{"type": "text", "text": "sys"}]},
+            {"role": "user", "content": [{"type": "text", "text": "ask"}, {"type": "image_url"}]},
+            {"role": "assistant", "content": "model"},
+            {"role": "tool", "tool_call_id": "c", "content": "page"},
+            7,
+        ]
+    }
+    assert openai_user_words(openai) == [("system", "dev"), ("system", "sys"), ("user", "ask")]
+
+
+@pytest.mark.fak_theorem("D2.8")
+def test_strict_sinks_gates_exactly_the_undeclared_tools() -> None:
+    for strict in (True, False):
+        k = Kernel(
+            Policy(
+                version=V2,
+                allow=("lookup", "read"),
+                tools={"read": ToolDecl("NONE")},
+                strict_sinks=strict,
+                gated_sinks=("EGRESS",),
+            )
+        )
+        k.ledger.raise_to("s", Taint.TAINTED)
+        v = k.decide(ToolCall("lookup", '{"q": "x"}', "s"))
+        if strict:
+            assert (v.kind, v.meta["ifc_sink"]) == (VerdictKind.DENY, "UNDECLARED")
+            assert "undeclared tool lookup" in v.claim
+        else:
+            assert v.kind == VerdictKind.ALLOW
+        assert k.decide(ToolCall("read", '{"q": "x"}', "s")).kind == VerdictKind.ALLOW
+
+
+@pytest.mark.fak_theorem("D2.8")
+@pytest.mark.parametrize(
+    ("tools", "fragment"),
+    [
+        ([], "policy key 'tools': expected a table"),
+        ({"": {"sink": "EGRESS"}}, "a tool name must be non-empty"),
+        ({"x": {"sink": "EGRESS", "destinations": "/a"}}, "tools.x.destinations"),
+        ({"x": {"sink": "EGRESS", "destinations": ["/a", "/a"]}}, "listed twice"),
+        ({"x": {"sink": "EGRESS", "content": "/a"}}, "tools.x.content"),
+        ({"x": {"sink": "EGRESS", "content": ["/a", "/a"]}}, "listed twice"),
+        ({"x": {"sink": "NONE", "content": ["/a"]}}, "no content rules"),
+        ({"x": {"sink": "EGRESS", "destinations": ["/a"], "allow_destinations": "a"}}, "list"),
+        ({"x": {"sink": "EGRESS", "destinations": ["/a"], "allow_destinations": [""]}}, "list"),
+        ({"x": {"sink": "EGRESS", "destinations": ["/a"], "allow_destinations": [1]}}, "list"),
+    ],
+)
+def test_malformed_declarations_are_refused(tools: object, fragment: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        load_policy(json.dumps({"version": V2, "tools": tools}), "json")
+    assert fragment in str(info.value)
+
+
+@pytest.mark.fak_theorem("D2.8")
+def test_content_alone_carries_an_allow_list_and_an_approval() -> None:
+    doc = {"sink": "EGRESS", "content": ["/body"], "allow_destinations": ["a.example"]}
+    p = load_policy(json.dumps({"version": V2, "tools": {"x": {**doc, "approve": True}}}), "json")
+    assert p.tools["x"] == ToolDecl("EGRESS", (), ("a.example",), ("/body",), True)
+    both = {"sink": "EGRESS", "destinations": ["/to"], "content": ["/body"]}
+    p = load_policy(json.dumps({"version": V2, "tools": {"x": {**both, "approve": True}}}), "json")
+    assert p.tools["x"].destinations == ("/to",) and p.tools["x"].content == ("/body",)
