@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fak_core.admission import ScreenConfig, ToolScreen
+from fak_core.grounding import canonical_value
 from fak_core.hosts import HostDenyList, HostError
 from fak_core.patterns import PolicyPatternError, compile_policy_pattern
 from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
@@ -393,6 +394,12 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
         if not isinstance(allowed, list) or not all(isinstance(a, str) and a for a in allowed):
             raise _fail(f"{where}.allow_destinations", "expected a list of non-empty strings")
         allowed = tuple(allowed)
+        for i, entry in enumerate(allowed):
+            if not canonical_value(entry)[1]:
+                raise _fail(
+                    f"{where}.allow_destinations[{i}]",
+                    f"{entry!r} names no destination (nothing is left once canonical)",
+                )
         if sink == NOT_A_SINK and pointers:
             raise _fail(f"{where}.destinations", "a tool that is never a sink has no destinations")
         if allowed and not (pointers or content):

@@ -312,8 +312,9 @@ class SinkGate:
         self._authorized = frozenset((r.tool, r.sink) for r in policy.authorize)
         self._decls = dict(policy.tools)
         self._strict = policy.strict_sinks
+        # an entry with no canonical form allows nothing (the parser refuses one)
         self._allowed_dest = {
-            tool: frozenset(canonical_value(a) for a in d.allow_destinations)
+            tool: frozenset(c for c in map(canonical_value, d.allow_destinations) if c[1])
             for tool, d in policy.tools.items()
             if d.allow_destinations
         }

@@ -435,6 +435,17 @@ def test_word_sequences_lengths_lists_and_content_edges() -> None:
     # the gate itself refuses arguments it cannot read
     v = k.sink_gate.adjudicate(k.view(ToolCall("send", "[1]", "s")))
     assert (v.kind, v.meta["ifc_ungrounded"]) == (deny, "")
+    # an over-long value has no canonical form, so no allow-list entry can equal it
+    from fak_core import canonical_value
+
+    assert canonical_value("x" * (MAX_VALUE_CHARS + 1)) == ("text", "")
+    assert canonical_value("...") == ("text", "")
+    lax = ToolDecl("EGRESS", ("/to",), ("...",))
+    gate = Kernel(Policy(version=V2, allow=("send",), tools={"send": lax}, gated_sinks=("EGRESS",)))
+    gate.ledger.raise_to("s", Taint.TAINTED)
+    for value in ("!!!", "y" * (MAX_VALUE_CHARS + 1)):
+        call = ToolCall("send", json.dumps({"to": value}), "s")
+        assert gate.decide(call).kind == deny
     store = k.grounding
     assert store.grounded("nobody", "dana") is False
     assert store.grounded("s", "...") is False
@@ -508,9 +519,13 @@ def test_strict_sinks_gates_exactly_the_undeclared_tools() -> None:
     [
         ([], "policy key 'tools': expected a table"),
         ({"": {"sink": "EGRESS"}}, "a tool name must be non-empty"),
-        ({"x": {"sink": "EGRESS", "destinations": "/a"}}, "tools.x.destinations"),
+        ({"x": {"sink": "EGRESS", "destinations": "/a"}}, "destinations': expected a list"),
         ({"x": {"sink": "EGRESS", "destinations": ["/a", "/a"]}}, "listed twice"),
-        ({"x": {"sink": "EGRESS", "content": "/a"}}, "tools.x.content"),
+        ({"x": {"sink": "EGRESS", "content": "/a"}}, "content': expected a list"),
+        (
+            {"x": {"sink": "EGRESS", "destinations": ["/a"], "allow_destinations": ["..."]}},
+            "allow_destinations[0]': '...' names no destination",
+        ),
         ({"x": {"sink": "EGRESS", "content": ["/a", "/a"]}}, "listed twice"),
         ({"x": {"sink": "NONE", "content": ["/a"]}}, "no content rules"),
         ({"x": {"sink": "EGRESS", "destinations": ["/a"], "allow_destinations": "a"}}, "list"),
