@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fak_core import Kernel, Policy, Taint, ToolCall, ToolDecl, VerdictKind
+from fak_core import Kernel, Policy, Reason, Taint, ToolCall, ToolDecl, VerdictKind
 from fak_core.adjudicators import WitnessOutcome
 from fak_core.approvals import ApprovalResolver, mint_approval
 
@@ -88,12 +88,27 @@ def _kernel() -> Kernel:
     return k
 
 
-@pytest.mark.fak_theorem("C4.7")
+@pytest.mark.fak_theorem("C4.7", "C4.3")
 def test_an_ungrounded_destination_waits_for_a_human_and_runs_once_approved() -> None:
     k = _kernel()
     args = {"to": "US133000000121212121212", "amount": 5}
     raw = k.decide(ToolCall("pay", json.dumps(args), "s"))
-    assert raw.kind == VerdictKind.REQUIRE_WITNESS and "fak approve" in raw.claim
+    assert (raw.kind, raw.reason, raw.by) == (
+        VerdictKind.REQUIRE_WITNESS,
+        Reason.TRUST_VIOLATION,
+        "ifc-sink",
+    )
+    assert raw.claim == (
+        "SPEND sink fed tainted data: /to = 'US133000000121212121212' is not grounded; it "
+        "appears in no content this session admitted; a human may approve this exact call: "
+        "fak approve --trace ... --tool pay"
+    )
+    assert dict(raw.meta) == {
+        "ifc_sink": "SPEND",
+        "ifc_flow": "tainted",
+        "ifc_ungrounded": "/to",
+        "approval": "required",
+    }
     result, v = k.syscall(ToolCall("pay", json.dumps(args), "s"))
     assert v.kind == VerdictKind.DENY and result.payload == ""
     token = mint_approval(KEY, "s", "pay", args)

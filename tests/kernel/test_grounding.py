@@ -207,6 +207,7 @@ def test_refusals_name_the_argument_the_value_and_its_origin() -> None:
     assert bad.kind == VerdictKind.DENY
     assert "/to = 'US133000000121212121212'" in bad.claim
     assert "the untrusted result of fetch" in bad.claim
+    assert dict(bad.meta) == {"ifc_sink": "EGRESS", "ifc_flow": "tainted", "ifc_ungrounded": "/to"}
     made_up = k.decide(ToolCall("send", '{"to": "nobody@nowhere.example"}', "s"))
     assert "in no content this session admitted" in made_up.claim
     # a table or a boolean cannot be grounded; an absent destination has nothing to check
