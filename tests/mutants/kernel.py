@@ -483,7 +483,6 @@ def inline_counts_characters() -> Any:
 
     return edited(GatewayState._inline, ("args_nbytes(call.args)", "len(call.args)"))
 
-
 # ---------------------------------------------------------------- C4.5 result screen
 _admission = importlib.import_module("fak_core.admission")
 

@@ -71,7 +71,11 @@ def test_applying_a_mutant_changes_every_caller_and_leaving_restores_it() -> Non
 
 
 def test_a_method_mutant_keeps_private_name_mangling_and_its_decorator() -> None:
-    (m,) = [m for m in generate(f"{SAMPLE}:Counter.bumped").mutants if m.operator == "arith"]
+    (m,) = [
+        m
+        for m in generate(f"{SAMPLE}:Counter.bumped").mutants
+        if m.operator == "arith"
+    ]
     c = sample.Counter()
     with m.applied():
         assert c.bumped == -1
