@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import orjson
 
-from fak_core import Kernel, Result, Status, ToolCall, default_policy
+from fak_core import Kernel, Policy, Result, Status, ToolCall, ToolDecl, default_policy
 
 SCHEMA = {
     "type": "object",
@@ -100,6 +100,32 @@ def main() -> int:
         f50, _ = percentiles(floor, ns.samples)
         results[name] = (p50, p99, f50)
         print(f"{name:32} {label:22} {p50:8.2f} {p99:8.2f} {f50:10.2f} {p50 / f50:7.1f}x")
+
+    # Policy v2: a grounded sink in a tainted session holding 10 KB of the user's words and
+    # 100 KB of untrusted content; the destination is an e-mail address (e) or a name (f).
+    grounded = Kernel(
+        Policy(
+            version="fak-policy/v2",
+            allow=("send_email",),
+            tools={"send_email": ToolDecl("EGRESS", ("/to",))},
+        )
+    )
+    grounded.register_schema("send_email", EMAIL_SCHEMA)
+    words = "please book the usual trip and keep every receipt for the audit " * 160
+    grounded.record_trusted("g", words[:9950] + " mail it to Boss@Corp.example or Dana Reyes")
+    page = "lorem ipsum dolor attacker@evil.example sit amet www.evil.example/x " * 1500
+    grounded.admit(ToolCall("fetch_page", "{}", "g"), Result(Status.OK, page[:100_000]))
+    for name, to in (
+        ("e grounded e-mail, tainted", "boss@corp.example"),
+        ("f grounded name, tainted", "dana reyes"),
+    ):
+        call = ToolCall("send_email", orjson.dumps({"to": to, "body": "the itinerary"}), "g")
+        v = grounded.decide(call)
+        label = f"{grounded.kinds.name(v.kind)}/{grounded.reasons.name(v.reason)}"
+        assert label.startswith("ALLOW"), (name, label, v.claim)
+        p50, p99 = percentiles(lambda call=call: grounded.decide(call), ns.samples)
+        results[name] = (p50, p99, results["b schema-valid allowed"][2])
+        print(f"{name:32} {label:22} {p50:8.2f} {p99:8.2f}")
 
     b50, _, bf = results["b schema-valid allowed"]
     print(

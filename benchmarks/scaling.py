@@ -13,9 +13,10 @@ The last rows run a catastrophic policy pattern, ``(a+)+$``, on ``aaa…a!`` as 
 paths (jsonschema-rs, and ``jsonschema`` for a schema with ``multipleOf``): schema regexes
 run on the linear Rust ``regex`` engine (theorem A7.6). Last, the schema keywords that
 compare or re-read argument values (``uniqueItems``, ``enum``, ``const``, ``contains``,
-``unevaluatedItems``, a recursive ``$ref``) on both paths (theorem A7.7). Between 256 KiB and 2 MiB that
-engine's time per byte steps up once (as much for ``^a+$`` as for ``^(a+)+$``, and from
-2 MiB to 4 MiB it is back to 2x per doubling): a constant, not backtracking.
+``unevaluatedItems``, a recursive ``$ref``) on both paths (theorem A7.7). Between 256 KiB
+and 2 MiB that engine's time per byte steps up once (as much for ``^a+$`` as for
+``^(a+)+$``, and from 2 MiB to 4 MiB it is back to 2x per doubling): a constant, not
+backtracking.
 The first rows time ``orjson.loads`` alone, for reference: from 64 KiB to 1 MiB the data
 stops fitting in the CPU's caches, and C primitives (parsing, ``re.split``,
 ``os.path.normpath``, substring search) grow by more than 2x per doubling there too, the

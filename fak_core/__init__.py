@@ -14,11 +14,13 @@ from fak_core.adjudicators import (
     WitnessResolver,
 )
 from fak_core.admission import HeldStore, ResultScreen, ScreenConfig, ToolScreen
+from fak_core.approvals import ApprovalResolver, mint_approval
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import fold, fold_results
+from fak_core.grounding import GroundingStore, canonical_value
 from fak_core.hosts import Host, HostDenyList, HostError, canonical_host, destination_hosts
 from fak_core.journal import Journal, JournalError, request_scope, verify_chains, verify_files
 from fak_core.jsonargs import ArgsError, parse_args
@@ -37,6 +39,7 @@ from fak_core.policy import (
     AuthorizeRule,
     Policy,
     PolicyError,
+    ToolDecl,
     default_policy,
     dump_policy,
     load_policy,
@@ -46,8 +49,10 @@ from fak_core.policy import (
 from fak_core.preflight import Catch, CatchRate, Ladder, NegativeRow, NegativesLedger, Rung
 from fak_core.provenance import Source, SourceRegistry
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
+from fak_core.rules import ArgumentRule, RuleGate
 from fak_core.schemas import InvalidSchemaError, SchemaRegistry, compile_schema
-from fak_core.sinks import Sink, SinkGate, classify
+from fak_core.sinkclasses import SinkClassRegistry
+from fak_core.sinks import Sink, SinkGate, classify, sink_class
 from fak_core.statedown import STATE_DOWN, StateUnavailable
 from fak_core.taint import Taint
 from fak_core.verdicts import (
@@ -69,7 +74,9 @@ __all__ = [
     "SINK_GATE_RANK",
     "STATE_DOWN",
     "Adjudicator",
+    "ApprovalResolver",
     "ArgRule",
+    "ArgumentRule",
     "ArgsError",
     "AuthorizeRule",
     "CallView",
@@ -83,6 +90,7 @@ __all__ = [
     "Disposition",
     "Event",
     "EventKind",
+    "GroundingStore",
     "HeldStore",
     "Host",
     "HostDenyList",
@@ -105,10 +113,12 @@ __all__ = [
     "Result",
     "ResultAdmitter",
     "ResultScreen",
+    "RuleGate",
     "Rung",
     "SchemaRegistry",
     "ScreenConfig",
     "Sink",
+    "SinkClassRegistry",
     "SinkGate",
     "Source",
     "SourceRegistry",
@@ -117,6 +127,7 @@ __all__ = [
     "Taint",
     "TaintLedger",
     "ToolCall",
+    "ToolDecl",
     "ToolScreen",
     "TransformPayload",
     "Verdict",
@@ -126,6 +137,7 @@ __all__ = [
     "WitnessResolver",
     "__version__",
     "canonical_host",
+    "canonical_value",
     "classify",
     "compile_schema",
     "default_policy",
@@ -135,11 +147,13 @@ __all__ = [
     "fold_results",
     "is_nonblocking",
     "load_policy",
+    "mint_approval",
     "nonblocking",
     "parse_args",
     "parse_policy",
     "policy_digest",
     "request_scope",
+    "sink_class",
     "verify_chains",
     "verify_files",
 ]

@@ -63,7 +63,45 @@ def _policy_check(ns: argparse.Namespace) -> int:
     if policy is None:
         return 2
     print(f"ok: {ns.file or 'default policy'} {policy_digest(policy)}")
+    for line in explain_sinks(policy):
+        print(line)
     return 0
+
+
+def explain_sinks(policy: Policy) -> list[str]:
+    """Tool by tool, the sink class the gate gives each tool the policy names, and why."""
+    from fak_core.sinks import sink_class
+
+    gated = set(policy.gated_sinks)
+    names = sorted(set(policy.allow) | set(policy.tools) | set(policy.sources))
+    lines = [f"sinks: gated {', '.join(policy.gated_sinks) or '(none)'}"]
+    for tool in names:
+        sink, why = sink_class(policy, tool, None)
+        decl = policy.tools.get(tool)
+        note = {
+            "declared": "declared",
+            "heuristic": "by the name heuristics",
+            "strict_sinks": "undeclared, a sink under strict_sinks",
+        }[why]
+        state = "not a sink" if sink == "NONE" else ("gated" if sink in gated else "not gated")
+        if sink == "UNDECLARED":
+            state = "gated"
+        extra = ""
+        if decl is not None and (decl.destinations or decl.content):
+            extra = f"; grounded: {', '.join((*decl.destinations, *decl.content))}"
+        elif why == "heuristic":
+            extra = "; EGRESS too when an argument names a URL, e-mail address or host"
+        lines.append(f"  {tool}: {sink} ({note}, {state}{extra})")
+    if policy.allow_prefix:
+        lines.append(
+            f"  tools under allow_prefix {', '.join(policy.allow_prefix)}: "
+            + (
+                "sinks under strict_sinks unless declared"
+                if policy.strict_sinks
+                else "classified by the name heuristics and their arguments"
+            )
+        )
+    return lines
 
 
 def _policy_dump(ns: argparse.Namespace) -> int:
@@ -92,6 +130,22 @@ def _decide(ns: argparse.Namespace) -> int:
     if v.repaired_args is not None:
         out["repaired_arguments"] = v.repaired_args
     print(json.dumps(out))
+    return 0
+
+
+def _approve(ns: argparse.Namespace) -> int:
+    from fak_core.approvals import APPROVAL_ENV, approval_key_from_env, mint_approval
+
+    try:
+        key = approval_key_from_env()
+        json.loads(ns.args)
+    except (ValueError, json.JSONDecodeError) as exc:
+        print(f"fak: {exc}", file=sys.stderr)
+        return 2
+    if key is None:
+        print(f"fak: set {APPROVAL_ENV} to the gateway's approval key", file=sys.stderr)
+        return 2
+    print(mint_approval(key, ns.trace, ns.tool, ns.args, ns.ttl))
     return 0
 
 
@@ -154,6 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--policy", help="policy file; default: the built-in policy")
     dec.add_argument("--trace", help="trace id")
     dec.set_defaults(func=_decide)
+
+    apr = sub.add_parser(
+        "approve", help="mint a single-use approval token for one call (key: FAK_APPROVAL_KEY)"
+    )
+    apr.add_argument("--trace", required=True, help="the session (trace id) of the call")
+    apr.add_argument("--tool", required=True)
+    apr.add_argument("--args", default="{}", help="the call's arguments as JSON text")
+    apr.add_argument("--ttl", type=float, default=300.0, help="seconds it stays valid")
+    apr.set_defaults(func=_approve)
 
     jr = sub.add_parser("journal", help="verify or read a decision journal")
     jsub = jr.add_subparsers(dest="journal_command", metavar="ACTION", required=True)

@@ -41,6 +41,7 @@ from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import Witnessed, fold, fold_results, fold_results_witnessed
+from fak_core.grounding import GroundingStore
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
 from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
@@ -50,7 +51,9 @@ from fak_core.preflight import Ladder, Rung
 from fak_core.provenance import Source, SourceRegistry
 from fak_core.ratelimit import RateLimit, RateLimiter
 from fak_core.reasons import Disposition, Reason, ReasonRegistry
+from fak_core.rules import RuleGate
 from fak_core.schemas import SchemaRegistry
+from fak_core.sinkclasses import SinkClassRegistry
 from fak_core.sinks import SinkGate
 from fak_core.taint import Taint
 from fak_core.verdicts import (
@@ -78,6 +81,7 @@ PREFLIGHT_RANK = 10
 SINK_GATE_RANK = 30
 FLOOR_RANK = 100
 SCREEN_RANK = 10
+RULES_RANK = 40
 
 Tool = Callable[[dict[str, Any]], Any]
 #: ``gate(call, verdict)`` before a tool runs: None lets it run, a verdict refuses it.
@@ -113,6 +117,8 @@ class Kernel:
         self.reasons = ReasonRegistry()
         self.schemas = SchemaRegistry()
         self.sources = SourceRegistry()
+        #: Sink class names a policy for this kernel may use (load with ``sinks=``).
+        self.sink_classes = SinkClassRegistry()
         self.ledger: TaintLedger = ledger if ledger is not None else MemoryLedger()
         #: Held results; a shared store (``held``) lets several replicas hold for each other.
         self.held = held if held is not None else HeldStore(held_limit)
@@ -150,8 +156,12 @@ class Kernel:
             max_negatives=max_negatives,
             reasons=self.reasons,
         )
-        self.sink_gate = SinkGate(self.ledger, self.policy)
+        #: Per-session trusted context and untrusted content (destination grounding).
+        self.grounding = GroundingStore()
+        self._grounds_results = _grounds(self.policy)
+        self.sink_gate = SinkGate(self.ledger, self.policy, self.grounding)
         self.floor = CapabilityFloor(self.policy, self.reasons)
+        self.rules = RuleGate(self.ledger, self.policy.rules, self.reasons)
         self._host_screen: ScreenConfig | None = None
         self.screen = ResultScreen(
             self.policy.secret_patterns, config=self.policy.screen, minted=self.held.minted
@@ -161,6 +171,7 @@ class Kernel:
         if builtin_chain:
             self.add_adjudicator(self.ladder, PREFLIGHT_RANK, name="preflight")
             self.add_adjudicator(self.sink_gate, SINK_GATE_RANK, name="ifc-sink")
+            self.add_adjudicator(self.rules, RULES_RANK, name="rules")
             self.add_adjudicator(self.floor, FLOOR_RANK, name="floor")
             self.add_admitter(self.screen, SCREEN_RANK, name="result-screen")
         self._apply_policy_tables(self.policy)
@@ -171,6 +182,8 @@ class Kernel:
         with self._lock:
             self.floor.set_policy(policy)
             self.sink_gate.set_policy(policy)
+            self.rules.set_rules(policy.rules)
+            self._grounds_results = _grounds(policy)
             self.screen.set_patterns(policy.secret_patterns)
             self.screen.configure(policy.screen or self._host_screen or ScreenConfig())
             self.policy = policy
@@ -281,6 +294,22 @@ class Kernel:
         self, code: int, name: str, rank: int, fallback: VerdictKind = VerdictKind.DENY
     ) -> int:
         return self.kinds.register(code, name, rank, fallback)
+
+    def enable_approvals(self, key: bytes | None = None) -> bool:
+        """Accept signed approval tokens (:mod:`fak_core.approvals`) for calls the policy
+        sends to a human; the key defaults to ``FAK_APPROVAL_KEY``. False when no key."""
+        from fak_core.approvals import ApprovalResolver, approval_key_from_env
+
+        key = key if key is not None else approval_key_from_env()
+        if key is None:
+            return False
+        self.add_witness_resolver("approval", ApprovalResolver(key))
+        return True
+
+    def register_sink_class(self, name: str) -> str:
+        """Add a sink class; load policies naming it with
+        ``load_policy(..., sinks=kernel.sink_classes)``."""
+        return self.sink_classes.register(name)
 
     def register_reason(
         self, code: int, name: str, disposition: Disposition = Disposition.TERMINAL
@@ -625,6 +654,11 @@ class Kernel:
             self.counters.admitted += 1
         taint = self.sources.result_taint(call, result, quarantined)
         self.ledger.raise_to(call.trace_id, taint)
+        if self._grounds_results and not quarantined:
+            if taint == Taint.TRUSTED:
+                self.grounding.record_trusted(call.trace_id, result.payload, "tool:" + call.tool)
+            else:
+                self.grounding.record_untrusted(call.trace_id, result.payload, call.tool)
         if self._subscribers:
             self._emit(EventKind.QUARANTINE if quarantined else EventKind.ADMIT, call, v, result)
         return (result._replace(taint=taint) if result.taint != taint else result), v
@@ -635,6 +669,23 @@ class Kernel:
 
     def reset_trace(self, trace_id: str) -> None:
         self.ledger.reset(trace_id)
+        self.grounding.reset(trace_id)
+
+    @property
+    def grounds_destinations(self) -> bool:
+        """Whether the running policy declares destinations to ground (policy v2)."""
+        return self._grounds_results
+
+    def record_trusted(self, trace_id: str, text: str, origin: str = "user") -> None:
+        """Record the user's (or the system's) own words for the session: destinations
+        that appear in them are grounded (:mod:`fak_core.grounding`). Only the host may
+        call this, with text the model did not write; it never lowers the taint mark."""
+        self.grounding.record_trusted(trace_id, text, origin)
+
+
+def _grounds(policy: Policy) -> bool:
+    """Whether any declared tool has destinations (then results are kept for grounding)."""
+    return any(d.destinations or d.content for d in policy.tools.values())
 
 
 def _payload(out: Any) -> str:

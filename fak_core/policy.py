@@ -1,4 +1,9 @@
-"""The policy file ``fak-policy/v1`` (JSON or TOML): load strictly, dump faithfully.
+"""The policy file ``fak-policy/v1`` or ``/v2`` (JSON or TOML): load strictly, dump faithfully.
+
+A ``fak-policy/v2`` document may also declare tool semantics (``tools``: per tool its
+sink class or ``NONE``, its destination arguments as JSON Pointers and a destination
+allow-list) and ``strict_sinks``; its ``gated_sinks`` default to every sink class the
+registry knows. A v1 document keeps today's meaning and is refused if it uses a v2 key.
 
 Unknown keys and unknown reason names are refused with an error that names the key and
 lists the valid ones. ``load_policy(dump_policy(p)) == p`` for every policy. An empty
@@ -17,20 +22,25 @@ from pathlib import Path
 from typing import Any
 
 from fak_core.admission import ScreenConfig, ToolScreen
+from fak_core.grounding import canonical_value
 from fak_core.hosts import HostDenyList, HostError
 from fak_core.patterns import PolicyPatternError, compile_policy_pattern
 from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
 from fak_core.ratelimit import KEYS as RATE_KEYS
 from fak_core.ratelimit import RateLimit
 from fak_core.reasons import Reason, ReasonRegistry
+from fak_core.rules import EFFECTS, TAINT_CONDITIONS, ArgumentRule
 from fak_core.schemas import InvalidSchemaError, compile_schema
+from fak_core.sinkclasses import NOT_A_SINK, SinkClassRegistry
 
 __all__ = [
+    "POLICY_V2",
     "POLICY_VERSION",
     "ArgRule",
     "AuthorizeRule",
     "Policy",
     "PolicyError",
+    "ToolDecl",
     "default_policy",
     "dump_policy",
     "load_policy",
@@ -39,8 +49,13 @@ __all__ = [
 ]
 
 POLICY_VERSION = "fak-policy/v1"
+POLICY_V2 = "fak-policy/v2"
 POSTURES = ("fail_closed", "admit_and_log")
 SINK_NAMES = ("EGRESS", "EXEC", "DESTRUCTIVE")
+#: Keys only a ``fak-policy/v2`` document may hold.
+V2_KEYS = ("tools", "strict_sinks", "rules")
+_RULE_KEYS = ("tool", "effect", "when", "taint", "priority", "reason", "claim")
+_TOOL_DECL_KEYS = ("sink", "destinations", "content", "allow_destinations", "approve")
 SOURCE_NAMES = ("trusted_local", "untrusted")
 
 
@@ -68,6 +83,23 @@ class AuthorizeRule:
     sink: str
 
 
+@dataclass(frozen=True, slots=True)
+class ToolDecl:
+    """A tool's declared semantics (v2): its sink class (``NONE``: never a sink), the
+    JSON Pointers of its destination arguments, and destinations always allowed for it
+    (compared in canonical form, :func:`fak_core.grounding.canonical_value`)."""
+
+    sink: str
+    destinations: tuple[str, ...] = ()
+    allow_destinations: tuple[str, ...] = ()
+    #: Free-text arguments (JSON Pointers): every URL, e-mail address or host written
+    #: inside them is a destination too (a link in a message sends its reader there).
+    content: tuple[str, ...] = ()
+    #: An ungrounded destination asks a human (REQUIRE_WITNESS, resolved by a signed
+    #: approval token, :mod:`fak_core.approvals`) instead of being refused outright.
+    approve: bool = False
+
+
 @dataclass(frozen=True)
 class Policy:
     """A capability floor and the IFC settings that go with it. Treat as read-only."""
@@ -89,6 +121,13 @@ class Policy:
     schemas: dict[str, Any] = field(default_factory=dict)
     rate_limit: RateLimit | None = None
     screen: ScreenConfig | None = None
+    tools: dict[str, ToolDecl] = field(default_factory=dict)
+    strict_sinks: bool = False
+    rules: tuple[ArgumentRule, ...] = ()
+
+    @property
+    def is_v2(self) -> bool:
+        return self.version.startswith(POLICY_V2)
 
 
 _KEYS = tuple(f.name for f in fields(Policy))
@@ -132,19 +171,28 @@ def _regex(key: str, pattern: str) -> None:
         raise PolicyError(str(exc)) from None
 
 
-def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
+def parse_policy(
+    doc: Any, reasons: ReasonRegistry | None = None, sinks: SinkClassRegistry | None = None
+) -> Policy:
     """Validate a decoded policy document and build the :class:`Policy`."""
     reasons = reasons if reasons is not None else ReasonRegistry()
+    classes = (sinks if sinks is not None else SinkClassRegistry()).names()
     if not isinstance(doc, dict):
         raise PolicyError(f"a policy must be a JSON object / TOML table, not {type(doc).__name__}")
     unknown = sorted(set(doc) - set(_KEYS))
     if unknown:
         raise PolicyError(f"unknown policy key {unknown[0]!r}; valid keys: {', '.join(_KEYS)}")
     version = doc.get("version", POLICY_VERSION)
-    if not isinstance(version, str) or not version.startswith(POLICY_VERSION):
+    if not isinstance(version, str) or not version.startswith((POLICY_VERSION, POLICY_V2)):
         raise _fail(
-            "version", f"expected {POLICY_VERSION!r} (this kernel reads v1), got {version!r}"
+            "version",
+            f"expected {POLICY_VERSION!r} or {POLICY_V2!r} (this kernel reads v1 and v2), "
+            f"got {version!r}",
         )
+    v2 = version.startswith(POLICY_V2)
+    for key in V2_KEYS:
+        if key in doc and not v2:
+            raise _fail(key, f"needs version {POLICY_V2!r} (this document is {version!r})")
     posture = doc.get("posture", "fail_closed")
     if posture not in POSTURES:
         raise _fail("posture", f"expected one of {', '.join(POSTURES)}, got {posture!r}")
@@ -157,10 +205,12 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
     for i, p in enumerate(secret_patterns):
         _regex(f"secret_patterns[{i}]", p)
 
-    gated = _str_list(doc, "gated_sinks") if "gated_sinks" in doc else Policy.gated_sinks
+    known = classes if v2 else SINK_NAMES
+    default_gated = classes if v2 else Policy.gated_sinks
+    gated = _str_list(doc, "gated_sinks") if "gated_sinks" in doc else default_gated
     for s in gated:
-        if s not in SINK_NAMES:
-            raise _fail("gated_sinks", f"unknown sink {s!r}; valid sinks: {', '.join(SINK_NAMES)}")
+        if s not in known:
+            raise _fail("gated_sinks", f"unknown sink {s!r}; valid sinks: {', '.join(known)}")
 
     authorize: list[AuthorizeRule] = []
     raw_auth = doc.get("authorize", [])
@@ -172,10 +222,8 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
             raise _fail(k, "expected exactly the keys tool and sink")
         if not isinstance(rule["tool"], str) or not rule["tool"]:
             raise _fail(k + ".tool", "expected a tool name")
-        if rule["sink"] not in SINK_NAMES:
-            raise _fail(
-                k + ".sink", f"unknown sink {rule['sink']!r}; valid: {', '.join(SINK_NAMES)}"
-            )
+        if rule["sink"] not in known:
+            raise _fail(k + ".sink", f"unknown sink {rule['sink']!r}; valid: {', '.join(known)}")
         authorize.append(AuthorizeRule(rule["tool"], rule["sink"]))
 
     sources = _str_map(doc, "sources")
@@ -248,7 +296,121 @@ def parse_policy(doc: Any, reasons: ReasonRegistry | None = None) -> Policy:
         schemas=json.loads(json.dumps(schemas)),
         rate_limit=rate_limit,
         screen=screen,
+        tools=_tool_decls(doc.get("tools", {}), classes),
+        strict_sinks=_bool(doc, "strict_sinks", False),
+        rules=_argument_rules(doc.get("rules", []), reasons),
     )
+
+
+def _argument_rules(raw: Any, reasons: ReasonRegistry) -> tuple[ArgumentRule, ...]:
+    """The v2 ``rules`` list: ordered per-tool rules (:mod:`fak_core.rules`)."""
+    if not isinstance(raw, list):
+        raise _fail("rules", "expected a list of rule tables")
+    out: list[ArgumentRule] = []
+    for i, rule in enumerate(raw):
+        k = f"rules[{i}]"
+        rule = _keys(rule, k, _RULE_KEYS)
+        tool = rule.get("tool")
+        if not isinstance(tool, str) or not tool:
+            raise _fail(f"{k}.tool", "required, a tool name")
+        effect = rule.get("effect")
+        if effect not in EFFECTS:
+            raise _fail(f"{k}.effect", f"required, one of {', '.join(EFFECTS)}; got {effect!r}")
+        taint = rule.get("taint", "any")
+        if taint not in TAINT_CONDITIONS:
+            raise _fail(f"{k}.taint", f"one of {', '.join(TAINT_CONDITIONS)}; got {taint!r}")
+        priority = rule.get("priority", 0)
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise _fail(f"{k}.priority", "expected an integer (higher is tried first)")
+        when = rule.get("when", True)
+        try:
+            compile_schema(when, tool)
+        except InvalidSchemaError as exc:
+            raise _fail(f"{k}.when", str(exc)) from None
+        reason = rule.get("reason", "")
+        if not isinstance(reason, str):
+            raise _fail(f"{k}.reason", "expected a reason name")
+        if reason:
+            if effect == "allow":
+                raise _fail(f"{k}.reason", "an allow rule refuses nothing: it has no reason")
+            _reason(reasons, f"{k}.reason", reason)
+        claim = rule.get("claim", "")
+        if not isinstance(claim, str):
+            raise _fail(f"{k}.claim", "expected a string")
+        out.append(
+            ArgumentRule(tool, effect, json.loads(json.dumps(when)), taint, priority, reason, claim)
+        )
+    return tuple(out)
+
+
+def _bool(doc: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = doc.get(key, default)
+    if not isinstance(value, bool):
+        raise _fail(key, "expected true or false")
+    return value
+
+
+def _pointer(key: str, text: Any) -> str:
+    """A JSON Pointer (RFC 6901) naming an argument: ``/name`` or ``/a/0/b``."""
+    if not isinstance(text, str) or not text.startswith("/"):
+        raise _fail(key, f"expected a JSON Pointer such as '/recipient', got {text!r}")
+    i = text.find("~")
+    while i != -1:
+        if text[i + 1 : i + 2] not in ("0", "1"):
+            raise _fail(key, f"{text!r}: '~' must be followed by 0 or 1 (RFC 6901)")
+        i = text.find("~", i + 2)
+    return text
+
+
+def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
+    """The v2 ``tools`` table: tool name -> {sink, destinations, allow_destinations}."""
+    if not isinstance(raw, dict):
+        raise _fail("tools", "expected a table of tool name -> {sink, destinations}")
+    out: dict[str, ToolDecl] = {}
+    for tool, decl in raw.items():
+        where = f"tools.{tool}"
+        if not tool:
+            raise _fail("tools", "a tool name must be non-empty")
+        decl = _keys(decl, where, _TOOL_DECL_KEYS)
+        sink = decl.get("sink")
+        valid = (NOT_A_SINK, *classes)
+        if sink not in valid:
+            raise _fail(f"{where}.sink", f"required, one of {', '.join(valid)}; got {sink!r}")
+        dests = decl.get("destinations", [])
+        if not isinstance(dests, list):
+            raise _fail(f"{where}.destinations", "expected a list of JSON Pointers")
+        pointers = tuple(_pointer(f"{where}.destinations[{i}]", d) for i, d in enumerate(dests))
+        if len(set(pointers)) != len(pointers):
+            raise _fail(f"{where}.destinations", "a destination is listed twice")
+        raw_content = decl.get("content", [])
+        if not isinstance(raw_content, list):
+            raise _fail(f"{where}.content", "expected a list of JSON Pointers")
+        content = tuple(_pointer(f"{where}.content[{i}]", d) for i, d in enumerate(raw_content))
+        if len(set(content)) != len(content):
+            raise _fail(f"{where}.content", "an argument is listed twice")
+        if sink == NOT_A_SINK and content:
+            raise _fail(f"{where}.content", "a tool that is never a sink has no content rules")
+        allowed = decl.get("allow_destinations", [])
+        if not isinstance(allowed, list) or not all(isinstance(a, str) and a for a in allowed):
+            raise _fail(f"{where}.allow_destinations", "expected a list of non-empty strings")
+        allowed = tuple(allowed)
+        for i, entry in enumerate(allowed):
+            if not canonical_value(entry)[1]:
+                raise _fail(
+                    f"{where}.allow_destinations[{i}]",
+                    f"{entry!r} names no destination (nothing is left once canonical)",
+                )
+        if sink == NOT_A_SINK and pointers:
+            raise _fail(f"{where}.destinations", "a tool that is never a sink has no destinations")
+        if allowed and not (pointers or content):
+            raise _fail(f"{where}.allow_destinations", "needs destinations to apply to")
+        approve = decl.get("approve", False)
+        if not isinstance(approve, bool):
+            raise _fail(f"{where}.approve", "expected true or false")
+        if approve and not (pointers or content):
+            raise _fail(f"{where}.approve", "needs destinations or content to approve")
+        out[tool] = ToolDecl(sink, pointers, allowed, content, approve)
+    return out
 
 
 _SCREEN_KEYS = ("injection_markers", "builtin_markers", "page_out_bytes", "tools")
@@ -399,6 +561,35 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
             else {}
         ),
         **({"screen": _screen_to_dict(policy.screen)} if policy.screen is not None else {}),
+        **(
+            {
+                "strict_sinks": policy.strict_sinks,
+                "rules": [
+                    {
+                        "tool": r.tool,
+                        "effect": r.effect,
+                        "when": json.loads(json.dumps(r.when)),
+                        "taint": r.taint,
+                        "priority": r.priority,
+                        "reason": r.reason,
+                        "claim": r.claim,
+                    }
+                    for r in policy.rules
+                ],
+                "tools": {
+                    name: {
+                        "sink": d.sink,
+                        "destinations": list(d.destinations),
+                        "content": list(d.content),
+                        "allow_destinations": list(d.allow_destinations),
+                        "approve": d.approve,
+                    }
+                    for name, d in policy.tools.items()
+                },
+            }
+            if policy.is_v2
+            else {}
+        ),
     }
 
 
@@ -434,7 +625,10 @@ def _decode(text: str, fmt: str, origin: str) -> Any:
 
 
 def load_policy(
-    source: str | Path, fmt: str | None = None, reasons: ReasonRegistry | None = None
+    source: str | Path,
+    fmt: str | None = None,
+    reasons: ReasonRegistry | None = None,
+    sinks: SinkClassRegistry | None = None,
 ) -> Policy:
     """Load a policy from a path (format from its suffix) or from text (``fmt`` required)."""
     if isinstance(source, Path) or (fmt is None and not source.lstrip().startswith(("{", "["))):
@@ -452,7 +646,7 @@ def load_policy(
     if fmt not in ("json", "toml"):
         raise ValueError(f"unknown policy format {fmt!r}: use 'json' or 'toml'")
     try:
-        return parse_policy(_decode(text, fmt, origin), reasons)
+        return parse_policy(_decode(text, fmt, origin), reasons, sinks)
     except PolicyError as exc:
         if str(exc).startswith(f"{origin}: "):
             raise

@@ -5,6 +5,13 @@ destination anywhere in its arguments (a URL, an e-mail address, a dotted host n
 IPv4 address). The gate denies a gated sink on a tainted or quarantined trace with
 DENY/TRUST_VIOLATION and a claim naming the sink and the flow, unless the policy
 authorises that tool for that sink. It only ever denies or defers; allowing is the floor's job.
+
+A ``fak-policy/v2`` declaration overrides the name heuristics for its tool: its sink
+class (``NONE``: never a sink), and its destination arguments (JSON Pointers). A declared
+sink with destinations is let through a tainted session when every destination value is
+grounded (:class:`fak_core.grounding.GroundingStore`) or in the tool's destination
+allow-list; otherwise it is denied with a claim naming the argument, the value and where
+the value came from. Under ``strict_sinks`` every undeclared tool is a gated sink.
 """
 
 from __future__ import annotations
@@ -14,11 +21,13 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
+from fak_core.grounding import GroundingStore, canonical_value, is_missing, resolve_pointer
 from fak_core.hosts import names_network_host
 from fak_core.ledger import TaintLedger
 from fak_core.nonblocking import nonblocking
-from fak_core.policy import Policy
+from fak_core.policy import Policy, ToolDecl
 from fak_core.reasons import Reason
+from fak_core.sinkclasses import NOT_A_SINK
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
@@ -27,14 +36,20 @@ __all__ = [
     "Sink",
     "SinkGate",
     "classify",
+    "embedded_destinations",
     "external_destinations",
     "has_external_destination",
     "looks_external",
+    "sink_class",
 ]
 
 BY = "ifc-sink"
 _NO_OPINION = Verdict.defer(BY)
 _AUTHORIZED = Verdict.defer(BY + "(authorized)")
+_GROUNDED = Verdict.defer(BY + "(grounded)")
+_NOTHING: frozenset[tuple[str, str]] = frozenset()
+#: The sink class of an undeclared tool under ``strict_sinks`` when no heuristic names one.
+UNDECLARED = "UNDECLARED"
 
 
 class Sink(StrEnum):
@@ -42,6 +57,8 @@ class Sink(StrEnum):
     EXEC = "EXEC"
     DESTRUCTIVE = "DESTRUCTIVE"
     EGRESS = "EGRESS"
+    SPEND = "SPEND"
+    CREDENTIAL = "CREDENTIAL"
 
 
 _EXEC = re.compile(r"exec|shell|bash|eval|run_command|spawn|system|subprocess")
@@ -203,6 +220,21 @@ def external_destinations(args: Any, first_only: bool = False) -> list[str]:
     return found
 
 
+_WORD_LEAD = "\"'([{<*`"
+_WORD_TRAIL = "\"'.,;:!?)]}>*`"
+
+
+def embedded_destinations(text: str) -> list[str]:
+    """Every word of free text that names an external destination (a URL, an e-mail
+    address, a host), surrounding punctuation stripped; one pass over the text."""
+    found = []
+    for raw in text.split():
+        word = raw.lstrip(_WORD_LEAD).rstrip(_WORD_TRAIL)
+        if word and looks_external(word, False):
+            found.append(word)
+    return found
+
+
 def has_external_destination(args: Any) -> bool:
     """Whether any string in ``args`` names an external destination (stops at the first)."""
     return bool(external_destinations(args, first_only=True))
@@ -222,18 +254,70 @@ def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
     return Sink.NONE
 
 
+def sink_class(policy: Policy, tool: str, args: Any) -> tuple[str, str]:
+    """``(class, why)`` of a call under ``policy``: the declaration if any, else the name
+    heuristics (:func:`classify`), else ``UNDECLARED`` under ``strict_sinks``, else NONE."""
+    decl = policy.tools.get(tool)
+    if decl is not None:
+        return decl.sink, "declared"
+    sink = classify(tool, args, policy.safe_sinks)
+    if sink is not Sink.NONE:
+        return sink.value, "heuristic"
+    if policy.strict_sinks:
+        return UNDECLARED, "strict_sinks"
+    return Sink.NONE.value, "heuristic"
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in ``value`` at any depth (keys of tables included)."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is str:
+            out.append(v)
+        elif type(v) is dict:
+            out.extend(k for k in v if type(k) is str)
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return out
+
+
+def _as_text(item: Any) -> str | None:
+    if type(item) is str:
+        return item
+    if type(item) is int or type(item) is float:
+        return str(item)
+    return None
+
+
 @nonblocking
 class SinkGate:
     """The control-plane half of IFC: deny gated sinks on tainted traces."""
 
-    def __init__(self, ledger: TaintLedger, policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        ledger: TaintLedger,
+        policy: Policy | None = None,
+        grounding: GroundingStore | None = None,
+    ) -> None:
         self.ledger = ledger
+        self.grounding = grounding
         self.set_policy(policy if policy is not None else Policy())
 
     def set_policy(self, policy: Policy) -> None:
         self._safe = frozenset(policy.safe_sinks)
-        self._gated = frozenset(Sink(s) for s in policy.gated_sinks)
-        self._authorized = frozenset((r.tool, Sink(r.sink)) for r in policy.authorize)
+        self._gated = frozenset(policy.gated_sinks)
+        self._authorized = frozenset((r.tool, r.sink) for r in policy.authorize)
+        self._decls = dict(policy.tools)
+        self._strict = policy.strict_sinks
+        # an entry with no canonical form allows nothing (the parser refuses one)
+        self._allowed_dest = {
+            tool: frozenset(c for c in map(canonical_value, d.allow_destinations) if c[1])
+            for tool, d in policy.tools.items()
+            if d.allow_destinations
+        }
 
     def adjudicate(self, view: CallView) -> Verdict:
         call = view.call
@@ -242,14 +326,93 @@ class SinkGate:
             flow = Taint.QUARANTINED
         if flow == Taint.TRUSTED:
             return _NO_OPINION
-        sink = classify(call.tool, view.args(), self._safe)
-        if sink is Sink.NONE or sink not in self._gated:
+        tool = call.tool
+        decl = self._decls.get(tool)
+        sink = self._gated_class(tool, decl, view)
+        if sink is None:
             return _NO_OPINION
-        if (call.tool, sink) in self._authorized:
+        if (tool, sink) in self._authorized:
             return _AUTHORIZED
-        return Verdict.deny(
-            Reason.TRUST_VIOLATION,
-            BY,
-            claim=f"{sink.value} sink fed {flow.label} data",
-            meta={"ifc_sink": sink.value, "ifc_flow": flow.label},
+        if decl is not None and (decl.destinations or decl.content):
+            bad = self._ungrounded(call.trace_id, tool, decl, view.args())
+            if bad is None:
+                return _GROUNDED
+            pointer, value = bad
+            meta = {"ifc_sink": str(sink), "ifc_flow": flow.label, "ifc_ungrounded": pointer}
+            claim = self._ungrounded_claim(call.trace_id, sink, flow, pointer, value)
+            if decl.approve:
+                advice = (
+                    f"; a human may approve this exact call: fak approve --trace ... --tool {tool}"
+                )
+                return Verdict.require_witness(
+                    claim + advice,
+                    BY,
+                    Reason.TRUST_VIOLATION,
+                    meta={**meta, "approval": "required"},
+                )
+            return Verdict.deny(Reason.TRUST_VIOLATION, BY, claim=claim, meta=meta)
+        meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
+        claim = f"{sink} sink fed {flow.label} data"
+        if sink == UNDECLARED:
+            claim = f"undeclared tool {tool} is a sink under strict_sinks, fed {flow.label} data"
+        return Verdict.deny(Reason.TRUST_VIOLATION, BY, claim=claim, meta=meta)
+
+    def _gated_class(self, tool: str, decl: ToolDecl | None, view: CallView) -> str | None:
+        """The gated sink class of a call, or None when the gate has no opinion: the
+        declaration if any (``NONE`` or an ungated class: None), else the heuristics, and
+        under ``strict_sinks`` every undeclared tool (``UNDECLARED`` if nothing else)."""
+        if decl is not None:
+            sink = decl.sink
+            return None if sink == NOT_A_SINK or sink not in self._gated else sink
+        found = classify(tool, view.args(), self._safe)
+        if found is Sink.NONE:
+            return UNDECLARED if self._strict else None
+        return found.value if found in self._gated or self._strict else None
+
+    def _ungrounded(
+        self, trace_id: str, tool: str, decl: ToolDecl, args: Any
+    ) -> tuple[str, Any] | None:
+        """The first destination (pointer, value) that is not grounded; None if all are."""
+        if args is None:
+            return ("", None)
+        allowed = self._allowed_dest.get(tool, _NOTHING)
+        store = self.grounding
+        for pointer in decl.destinations:
+            found = resolve_pointer(args, pointer)
+            if is_missing(found):
+                continue
+            for item in found if type(found) is list else (found,):
+                text = _as_text(item)
+                if text is None:
+                    return (pointer, item)
+                if allowed and canonical_value(text) in allowed:
+                    continue
+                if store is None or not store.grounded(trace_id, text):
+                    return (pointer, text)
+        for pointer in decl.content:
+            found = resolve_pointer(args, pointer)
+            if is_missing(found):
+                continue
+            for item in _strings(found):
+                for dest in embedded_destinations(item):
+                    if allowed and canonical_value(dest) in allowed:
+                        continue
+                    if store is None or not store.grounded(trace_id, dest):
+                        return (pointer, dest)
+        return None
+
+    def _ungrounded_claim(
+        self, trace_id: str, sink: str, flow: Taint, pointer: str, value: Any
+    ) -> str:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        where = "in no content this session admitted"
+        if isinstance(value, str) and self.grounding is not None:
+            origin = self.grounding.origin_of(trace_id, value)
+            if origin is not None:
+                where = f"only in the untrusted result of {origin}"
+        return (
+            f"{sink} sink fed {flow.label} data: {pointer} = {shown} is not grounded; "
+            f"it appears {where}"
         )

@@ -215,9 +215,7 @@ def generate(symbol: str) -> Generation:
         if mid in seen:
             continue
         seen.add(mid)
-        diff = "".join(
-            difflib.unified_diff(original, mutated, fromfile=symbol, tofile=mid, n=1)
-        )
+        diff = "".join(difflib.unified_diff(original, mutated, fromfile=symbol, tofile=mid, n=1))
         out.append(
             GeneratedMutant(
                 mid,

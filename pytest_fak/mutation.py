@@ -162,9 +162,7 @@ class MutantQuarantine:
 class GeneratedPhase:
     """One process's view of the generated mutants, their waivers and the cache."""
 
-    def __init__(
-        self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str
-    ) -> None:
+    def __init__(self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str) -> None:
         self.mode = mode
         self.budget = budget
         self.generations: dict[str, Generation] = {}

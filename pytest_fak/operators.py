@@ -97,9 +97,7 @@ def _same_ws(old: Any, new_type: type[Any]) -> Any:
 def _not(expr: cst.BaseExpression) -> cst.BaseExpression:
     return cst.UnaryOperation(
         operator=cst.Not(),
-        expression=expr.with_changes(
-            lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
-        )
+        expression=expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         if not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
         else expr,
     )
@@ -229,9 +227,7 @@ class _Collector(cst.CSTVisitor):
         self._add("constant", node, node.with_changes(value=new))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._add(
-            "swap-branches", node, node.with_changes(body=node.orelse, orelse=node.body)
-        )
+        self._add("swap-branches", node, node.with_changes(body=node.orelse, orelse=node.body))
 
     def visit_CompIf(self, node: cst.CompIf) -> None:
         self._add("negate-condition", node, node.with_changes(test=_not(node.test)))

@@ -43,6 +43,7 @@ from fak_core.gateway.turn import (
     refusal_summary,
 )
 from fak_core.gateway.upstream import UpstreamError
+from fak_core.gateway.user_words import anthropic_user_words
 from fak_core.gateway.wire_proxy import (
     WireProxy,
     require_messages,
@@ -289,6 +290,9 @@ class AnthropicProxy(WireProxy):
 
     def validate(self, doc: dict[str, Any]) -> None:
         validate_messages_request(doc)
+
+    def user_words(self, doc: dict[str, Any]) -> list[tuple[str, str]]:
+        return anthropic_user_words(doc)
 
     def inbound(self, doc: dict[str, Any]) -> list[tuple[dict[str, Any], InboundResult]]:
         return inbound_results(doc["messages"])

@@ -198,6 +198,24 @@ def native_routes(
         )
 
     @_wire_errors
+    async def trace_context(request: Request) -> Response:
+        """Record the user's (or system's) own words for a session: destinations that
+        appear in them are grounded (policy v2). Only the host, with text the model did
+        not write; the session's token (or the first use of the trace) is required."""
+        doc = await _body(request)
+        trace = parse_trace_id(doc, required=True)
+        assert trace is not None  # required=True refuses a blank one
+        text = doc.get("text")
+        if not isinstance(text, str):
+            return error_response(400, "'text' must be a string: the user's words", param="text")
+        origin = doc.get("origin", "user")
+        if origin not in ("user", "system"):
+            return error_response(400, "'origin' must be 'user' or 'system'", param="origin")
+        session = claim_session(state, request, trace)
+        state.kernel.record_trusted(trace, text, origin)
+        return _traced({"recorded": True, "trace_id": trace, "origin": origin}, session)
+
+    @_wire_errors
     async def policy_reload(request: Request) -> Response:
         row = {"event": "policy_reload", "by": _who(request, "client")}
         try:
@@ -239,6 +257,7 @@ def native_routes(
         Route("/v1/fak/syscall", syscall, methods=["POST"]),
         Route("/v1/fak/admit", admit, methods=["POST"]),
         Route("/v1/fak/trace/reset", trace_reset, methods=["POST"]),
+        Route("/v1/fak/trace/context", trace_context, methods=["POST"]),
         Route("/v1/fak/trace/{trace_id:str}", trace_get, methods=["GET"]),
         Route("/v1/fak/policy/reload", policy_reload, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),

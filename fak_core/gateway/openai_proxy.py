@@ -43,6 +43,7 @@ from fak_core.gateway.turn import (
     refusal_summary,
 )
 from fak_core.gateway.upstream import UpstreamError
+from fak_core.gateway.user_words import openai_user_words
 from fak_core.gateway.wire_proxy import (
     WireProxy,
     require_messages,
@@ -271,6 +272,9 @@ class OpenAIProxy(WireProxy):
 
     def validate(self, doc: dict[str, Any]) -> None:
         validate_chat_request(doc)
+
+    def user_words(self, doc: dict[str, Any]) -> list[tuple[str, str]]:
+        return openai_user_words(doc)
 
     def inbound(self, doc: dict[str, Any]) -> list[tuple[dict[str, Any], InboundResult]]:
         return inbound_results(doc["messages"])

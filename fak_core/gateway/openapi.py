@@ -162,6 +162,24 @@ _SCHEMAS: dict[str, Any] = {
         "required": ["reset", "trace_id"],
         "properties": {"reset": {"const": True}, "trace_id": {"type": "string"}},
     },
+    "TraceContextRequest": {
+        "type": "object",
+        "required": ["trace_id", "text"],
+        "properties": {
+            "trace_id": {"type": "string", "pattern": r"\S", "maxLength": 128},
+            "text": {"type": "string", "description": "the user's (or system's) own words"},
+            "origin": {"enum": ["user", "system"], "default": "user"},
+        },
+    },
+    "TraceContextResponse": {
+        "type": "object",
+        "required": ["recorded", "trace_id", "origin"],
+        "properties": {
+            "recorded": {"const": True},
+            "trace_id": {"type": "string"},
+            "origin": {"enum": ["user", "system"]},
+        },
+    },
     "PolicyReloadResponse": {
         "type": "object",
         "required": ["reloaded", "source", "digest"],
@@ -192,7 +210,8 @@ _SCHEMAS: dict[str, Any] = {
                 "description": "every store's bound and counters: max_body, "
                 "max_tool_results, tool_results_refused, max_trace_id_bytes, ledger_bytes, "
                 "ledger_bytes_limit, ledger_evicted, ledger_tombstones, held_bytes, "
-                "held_bytes_limit, held_evicted, sessions, session_bytes, "
+                "held_bytes_limit, held_evicted, grounding_sessions, grounding_bytes, "
+                "grounding_bytes_limit, grounding_evicted, sessions, session_bytes, "
                 "session_bytes_limit, sessions_evicted, session_refusals, ...",
                 "additionalProperties": {"type": "integer"},
             },
@@ -325,6 +344,12 @@ def _paths() -> dict[str, Any]:
             400,
             503,
             parameters=_OWNER_PARAMS,
+        ),
+        "/v1/fak/trace/context": _post(
+            "Record the user's words for a session: destinations in them are grounded",
+            "TraceContextRequest",
+            "TraceContextResponse",
+            400,
         ),
         "/v1/fak/trace/{trace_id}": {
             "get": {

@@ -170,6 +170,7 @@ class GatewayState:
         if callable(ledger_stats):
             out.update(ledger_stats())
         out.update(kernel.held.stats())
+        out.update(kernel.grounding.stats())  # policy v2: trusted context per session
         out.update(self.sessions.stats())
         return out
 

@@ -93,6 +93,10 @@ class WireProxy:
         """The turn's inbound tool results, each with the object that holds its content."""
         raise NotImplementedError
 
+    def user_words(self, doc: dict[str, Any]) -> list[tuple[str, str]]:
+        """``(origin, text)`` the user and the system wrote in this turn (trusted context)."""
+        return []
+
     async def complete_turn(
         self, doc: dict[str, Any], trace: str, results: list[InboundResult]
     ) -> dict[str, Any]:
@@ -145,6 +149,10 @@ class WireProxy:
                 code="wire_not_supported",
                 headers=headers,
             )
+        if state.kernel.grounds_destinations:
+            # the user's and system's own words ground destinations (policy v2)
+            for origin, text in self.user_words(doc):
+                state.kernel.record_trusted(trace, text, origin)
         inbound = self.inbound(doc)
         too_many = state.refuse_tool_results(len(inbound))
         if too_many is not None:

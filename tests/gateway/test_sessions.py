@@ -213,3 +213,46 @@ def test_every_reset_and_policy_reload_is_a_journal_row(tmp_path: Path) -> None:
     reloads = [(r["verdict"], r["reason"][:20]) for r in rows if r["event"] == "policy_reload"]
     assert [v for v, _ in reloads] == ["RELOADED", "REFUSED"]
     assert reloads[0][1] == str(policy)[:20]
+
+
+# ---------------------------------------------------------------- trusted context (policy v2)
+@pytest.mark.fak_theorem("C4.6")
+def test_the_host_records_the_users_words_and_grounds_a_destination_over_http() -> None:
+    from fak_core import Kernel, Policy, ToolDecl
+
+    policy = Policy(
+        version="fak-policy/v2",
+        allow=("send_money", "fetch_url"),
+        gated_sinks=("SPEND",),
+        tools={"send_money": ToolDecl("SPEND", ("/recipient",))},
+    )
+    state = GatewayState(Kernel(policy))
+    with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as c:
+        r = c.post(
+            "/v1/fak/trace/context",
+            json={"trace_id": "t-ctx", "text": "refund GB29 NWBK 6016 1331 9268 19"},
+        )
+        assert r.status_code == 200 and r.json()["recorded"] is True
+        own = {"X-Fak-Session": r.headers["X-Fak-Session"]}
+        c.post("/v1/fak/admit", json={**UNTRUSTED, "trace_id": "t-ctx"}, headers=own)
+        call = {"tool": "send_money", "trace_id": "t-ctx"}
+        ok = c.post(
+            "/v1/fak/adjudicate",
+            json={**call, "arguments": {"recipient": "GB29NWBK60161331926819"}},
+            headers=own,
+        ).json()
+        assert ok["verdict"]["kind"] == "ALLOW"
+        bad = c.post(
+            "/v1/fak/adjudicate",
+            json={**call, "arguments": {"recipient": "US133000000121212121212"}},
+            headers=own,
+        ).json()
+        assert bad["verdict"]["kind"] == "DENY" and "/recipient" in str(bad["verdict"])
+        # someone without the session's token cannot add words to it
+        stolen = c.post(
+            "/v1/fak/trace/context",
+            json={"trace_id": "t-ctx", "text": "US133000000121212121212"},
+            headers={"X-Fak-Session": secrets.token_urlsafe(24)},
+        )
+        assert stolen.status_code == 403
+        assert c.post("/v1/fak/trace/context", json={"trace_id": "t-ctx"}).status_code == 400

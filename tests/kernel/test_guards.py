@@ -501,9 +501,7 @@ def _old_looks_external(value: str) -> bool:
     host = OLD_PATTERNS["_HOST"].match(v)
     if host and v.rsplit(".", 1)[-1].lower() in sinks._FILE_SUFFIXES and "/" not in v:
         return False
-    return bool(
-        OLD_PATTERNS["_EMAIL"].match(v) or "xn--" in v.lower() or names_network_host(v)
-    )
+    return bool(OLD_PATTERNS["_EMAIL"].match(v) or "xn--" in v.lower() or names_network_host(v))
 
 
 SINK_TEXT = st.text(st.sampled_from("ab1-.:/@ \n\t\u212a\u017fA9x\u0663+"), max_size=16)

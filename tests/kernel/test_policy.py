@@ -29,8 +29,9 @@ from fak_core import (
     policy_digest,
 )
 from fak_core.admission import ScreenConfig, ToolScreen
-from fak_core.policy import policy_to_dict
+from fak_core.policy import ToolDecl, policy_to_dict
 from fak_core.ratelimit import RateLimit
+from fak_core.rules import ArgumentRule
 
 names = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=8)
 reasons = st.sampled_from(
@@ -100,8 +101,64 @@ policies = st.builds(
 )
 
 
+pointers = st.lists(names.map(lambda n: "/" + n), max_size=2, unique=True).map(tuple)
+tool_decls = st.one_of(
+    st.just(ToolDecl("NONE")),
+    st.builds(
+        lambda sink, dests, allowed, content, approve: ToolDecl(
+            sink,
+            dests,
+            allowed if dests or content else (),
+            content,
+            approve and bool(dests or content),
+        ),
+        st.sampled_from(["EXEC", "DESTRUCTIVE", "EGRESS", "SPEND", "CREDENTIAL"]),
+        pointers,
+        st.lists(names, max_size=2).map(tuple),
+        pointers,
+        st.booleans(),
+    ),
+)
+argument_rules = st.lists(
+    st.builds(
+        lambda tool, effect, lo, taint, priority, claim: ArgumentRule(
+            tool,
+            effect,
+            {"properties": {"n": {"minimum": lo}}} if lo is not None else True,
+            taint,
+            priority,
+            "POLICY_BLOCK" if effect == "deny" else "",
+            claim,
+        ),
+        names,
+        st.sampled_from(["allow", "deny", "witness"]),
+        st.none() | st.integers(-3, 3),
+        st.sampled_from(["any", "trusted", "tainted"]),
+        st.integers(-3, 3),
+        st.sampled_from(["", "over the limit"]),
+    ),
+    max_size=3,
+).map(tuple)
+# v2 documents: every v1 key plus declared tool semantics, strict_sinks and argument rules
+v2_policies = st.builds(
+    lambda p, tools, strict, rules: Policy(
+        **{
+            **{f: getattr(p, f) for f in p.__dataclass_fields__},
+            "version": "fak-policy/v2",
+            "tools": tools,
+            "strict_sinks": strict,
+            "rules": rules,
+        }
+    ),
+    policies,
+    st.dictionaries(names, tool_decls, max_size=3),
+    st.booleans(),
+    argument_rules,
+)
+
+
 @pytest.mark.fak_theorem("D2.1")
-@given(policies, st.sampled_from(["json", "toml"]))
+@given(policies | v2_policies, st.sampled_from(["json", "toml"]))
 def test_load_dump_load_is_the_identity(policy: Policy, fmt: str) -> None:
     text = dump_policy(policy, fmt)
     again = load_policy(text, fmt)
@@ -202,7 +259,7 @@ def test_unknown_reason_names_are_rejected() -> None:
 @pytest.mark.parametrize(
     ("doc", "fragment"),
     [
-        ('{"version": "fak-policy/v2"}', "policy key 'version'"),
+        ('{"version": "fak-policy/v3"}', "policy key 'version'"),
         ('{"posture": "yolo"}', "posture"),
         ('{"allow": "x"}', "allow"),
         ('{"allow": [1]}', "allow"),

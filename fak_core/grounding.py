@@ -1,0 +1,393 @@
+"""Destination grounding: per session, the trusted words beside the untrusted content.
+
+The kernel keeps, per session (trace), the *trusted context* (the user's and system's
+own words, recorded by the host, and the results of trusted tools) and the untrusted
+content it admitted. In a tainted session the sink gate lets a declared destination
+through only when its value is *grounded*: it appears in the trusted context.
+
+"Appears" is defined by one canonicaliser, :func:`canonical_value`, applied to the value
+and to every word of the trusted text:
+
+- an e-mail address ``local@domain``: case-folded, the domain by the WHATWG host parser
+  (IDNA, trailing dot dropped), so ``Bob@EXAMPLE.com.`` is ``bob@example.com``;
+- a URL, or a bare host with an optional path: the WHATWG URL parser's serialisation
+  with the ``http``/``https`` scheme, the fragment and a trailing ``/`` dropped, so
+  ``https://WWW.Example.com/`` and ``www.example.com`` are the same place and
+  ``www.example.com/x`` another one. A URL whose hosts under the readings of
+  :mod:`fak_core.hosts` disagree (WHATWG vs RFC 3986) has no canonical form: it is never
+  grounded;
+- an IBAN-shaped value (two letters, two digits, 11 to 30 letters or digits, spaces
+  anywhere): its letters and digits, case-folded, so ``GB29 NWBK 6016 1331 9268 19`` in
+  the user's words grounds ``GB29NWBK60161331926819``;
+- anything else: its words (split at white space, surrounding punctuation stripped,
+  NFKC, case-folded) joined by one space, grounded when that word sequence occurs in a
+  trusted text as whole words (``Alice`` appears in "send it to Alice.", ``Al`` does not).
+
+A value that appears in both trusted and untrusted content is grounded: the trusted
+mention is an independent authority (the user named that destination), and the untrusted
+copy adds nothing the attacker could not have written anyway. Untrusted content is kept
+only to say in a refusal where an ungrounded value came from.
+
+Memory is bounded in bytes per session (``trusted_bytes``, ``untrusted_bytes``: the
+oldest texts leave first; a single trusted text is cut to a quarter of its bound, an
+untrusted one to its bound, before it is read) and across
+sessions (``max_bytes``: the least recently used session leaves first). Forgetting is
+fail-closed: lost trusted context grounds nothing. Recording is linear in the (bounded)
+text; a check is linear in the session's trusted text.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import threading
+import unicodedata
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import ada_url
+
+from fak_core.hosts import HostError, destination_hosts, names_network_host
+from fak_core.nonblocking import nonblocking
+
+__all__ = [
+    "DEFAULT_GROUNDING_BYTES",
+    "DEFAULT_TRUSTED_BYTES",
+    "DEFAULT_UNTRUSTED_BYTES",
+    "GroundingStore",
+    "canonical_value",
+    "resolve_pointer",
+]
+
+DEFAULT_TRUSTED_BYTES = 256 << 10
+DEFAULT_UNTRUSTED_BYTES = 1 << 20
+DEFAULT_GROUNDING_BYTES = 64 << 20
+#: A destination value longer than this is never grounded.
+MAX_VALUE_CHARS = 2048
+_OVERHEAD = 96
+_LEAD = "\"'([{<*`"
+_TRAIL = "\"'.,;:!?)]}>*`"
+_EMAIL = re.compile(r"^[^@\s]++@[^@\s]++$")
+_IBAN_HEAD = re.compile(r"^[a-z]{2}[0-9]{2}[a-z0-9]*+$")
+_IBAN = re.compile(r"^[a-z]{2}[0-9]{2}[a-z0-9]{11,30}+$")
+# a host or URL, a full stop, then a capitalised word with no space between them
+_RUN_ON = re.compile(r"(?<!\S)([^\s.]++(?:\.[^\s.]++)*?\.[a-z]{2,63}+)\.[A-Z][a-z]++")
+
+
+def _words(text: str) -> list[str]:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    out = []
+    for raw in folded.split():
+        w = raw.lstrip(_LEAD).rstrip(_TRAIL)
+        if w:
+            out.append(w)
+    return out
+
+
+def _url(text: str) -> str | None:
+    """The canonical location of a URL or bare host[/path]; None if it has none."""
+    t = text if "://" in text or text.startswith(("mailto:", "http:", "https:")) else None
+    candidate = t if t is not None else "http://" + text
+    if not ada_url.check_url(candidate):
+        return None
+    url = ada_url.URL(candidate)
+    if not url.hostname:
+        return None
+    try:
+        readings = {h.name for h in destination_hosts(text)}
+    except HostError:
+        return None
+    host = url.hostname.rstrip(".")
+    if readings - {host, url.hostname}:
+        return None  # the readings disagree on the host: ambiguous, never grounded
+    href: str = url.href
+    if url.hash:
+        href = href[: -len(url.hash)]
+    for scheme in ("http://", "https://"):
+        if href.startswith(scheme):
+            href = href[len(scheme) :]
+            break
+    if url.hostname != host:
+        href = href.replace(url.hostname, host, 1)
+    return href.rstrip("/")
+
+
+def _email(text: str) -> str | None:
+    if not _EMAIL.match(text):
+        return None
+    local, _, domain = text.rpartition("@")
+    if not local or not domain:
+        return None
+    url = "http://" + domain
+    if "/" in domain or not ada_url.check_url(url):
+        return None
+    host = ada_url.URL(url).hostname.rstrip(".")
+    return f"{local}@{host}" if host else None
+
+
+def _special(word: str) -> tuple[str, str] | None:
+    """A word's canonical form when it is an e-mail address, a URL/host or an IBAN."""
+    if "@" in word:
+        email = _email(word)
+        if email is not None:
+            return ("email", email)
+    if _IBAN.match(word):
+        return ("iban", word)
+    if ("." in word or ":" in word) and names_network_host(word):
+        url = _url(word)
+        if url is not None:
+            return ("url", url)
+    return None
+
+
+def canonical_value(value: str) -> tuple[str, str]:
+    """``(kind, canonical)`` of a destination value; kind is email, url, iban or text."""
+    if len(value) > MAX_VALUE_CHARS:
+        return ("text", "")  # never grounded
+    return _canonical(value)
+
+
+@functools.lru_cache(maxsize=1024)  # destinations repeat; at most 1024 values of <= 2 KiB
+def _canonical(value: str) -> tuple[str, str]:
+    v = unicodedata.normalize("NFKC", value).strip().casefold()
+    compact = "".join(v.split())
+    if _IBAN.match(compact):
+        return ("iban", compact)
+    words = _words(v)
+    if len(words) == 1:
+        special = _special(words[0])
+        if special is not None:
+            return special
+        if "://" in words[0] or names_network_host(words[0]):
+            return ("url", "")  # URL-shaped but with no canonical form: never grounded
+    return ("text", " ".join(words))
+
+
+def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
+    """The text's words (joined by one space) and the canonical specials in it."""
+    words = _words(text)
+    specials: set[tuple[str, str]] = set()
+    n = len(words)
+    for i, w in enumerate(words):
+        s = _special(w)
+        if s is not None:
+            specials.add(s)
+        if _IBAN_HEAD.match(w) and len(w) < 15:
+            # an IBAN written in groups: join the short alphanumeric groups that follow
+            joined, j = w, i + 1
+            while j < n and len(joined) < 34 and len(words[j]) <= 4 and words[j].isalnum():
+                joined += words[j]
+                j += 1
+                if len(joined) >= 15 and _IBAN.match(joined):
+                    specials.add(("iban", joined))
+    # a sentence that ends in a host with no space after its full stop ("see x.com.Then")
+    for m in _RUN_ON.finditer(unicodedata.normalize("NFKC", text)):
+        s = _special(m.group(1).casefold())
+        if s is not None:
+            specials.add(s)
+    specials.update(("word", w) for w in words)  # a one-word value is one lookup
+    # padded with a space at each end, so a word sequence is found as " seq "
+    return " " + " ".join(words) + " ", frozenset(specials)
+
+
+@dataclass
+class _Chunk:
+    origin: str
+    text: str
+    specials: frozenset[tuple[str, str]]
+    cost: int
+    digest: bytes = b""
+
+
+@dataclass
+class _Session:
+    trusted: deque[_Chunk] = field(default_factory=deque)
+    seen: set[bytes] = field(default_factory=set)
+    #: How many trusted chunks hold each canonical special (one lookup per check).
+    specials: dict[tuple[str, str], int] = field(default_factory=dict)
+    untrusted: deque[tuple[str, str]] = field(default_factory=deque)
+    trusted_cost: int = 0
+    untrusted_cost: int = 0
+
+    @property
+    def cost(self) -> int:
+        return self.trusted_cost + self.untrusted_cost + _OVERHEAD
+
+
+@nonblocking
+class GroundingStore:
+    """Per-session trusted context and untrusted content, bounded in bytes."""
+
+    def __init__(
+        self,
+        trusted_bytes: int = DEFAULT_TRUSTED_BYTES,
+        untrusted_bytes: int = DEFAULT_UNTRUSTED_BYTES,
+        max_bytes: int = DEFAULT_GROUNDING_BYTES,
+    ) -> None:
+        if min(trusted_bytes, untrusted_bytes, max_bytes) < 1:
+            raise ValueError("grounding bounds must be positive byte counts")
+        self.trusted_bytes = trusted_bytes
+        self.untrusted_bytes = untrusted_bytes
+        self.max_bytes = max_bytes
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        #: Sessions dropped at the byte bound (their trusted context grounds nothing now).
+        self.evicted = 0
+
+    # ------------------------------------------------------------------ recording
+    def _session(self, trace_id: str) -> _Session:
+        s = self._sessions.get(trace_id)
+        if s is None:
+            s = self._sessions[trace_id] = _Session()
+            self._bytes += _OVERHEAD + len(trace_id)
+        self._sessions.move_to_end(trace_id)
+        return s
+
+    def record_trusted(self, trace_id: str, text: str, origin: str = "user") -> None:
+        """Add the user's, the system's or a trusted tool's words to the session. A text
+        the session already holds (a proxy sees the whole history every turn) is skipped."""
+        # a text, its words and their index must fit the bound together: a quarter of it
+        text = text[: self.trusted_bytes // 4]
+        digest = hashlib.blake2b(
+            f"{origin}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16
+        ).digest()
+        known = self._sessions.get(trace_id)
+        if known is not None and digest in known.seen:
+            with self._lock:
+                if trace_id in self._sessions:
+                    self._sessions.move_to_end(trace_id)
+            return
+        words, specials = _scan(text)
+        cost = len(words.encode("utf-8")) + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+        with self._lock:
+            s = self._session(trace_id)
+            if digest in s.seen:
+                return
+            s.trusted.append(_Chunk(origin, words, specials, cost, digest))
+            s.seen.add(digest)
+            counts = s.specials
+            for key in specials:
+                counts[key] = counts.get(key, 0) + 1
+            s.trusted_cost += cost
+            self._bytes += cost
+            while s.trusted_cost > self.trusted_bytes and s.trusted:
+                old = s.trusted.popleft()
+                s.seen.discard(old.digest)
+                for key in old.specials:
+                    left = s.specials[key] - 1
+                    if left:
+                        s.specials[key] = left
+                    else:
+                        del s.specials[key]
+                s.trusted_cost -= old.cost
+                self._bytes -= old.cost
+            self._bound(trace_id)
+
+    def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
+        """Keep untrusted content (cut to the bound) only to name it in a refusal."""
+        text = text[: self.untrusted_bytes]
+        cost = len(text.encode("utf-8", "surrogatepass")) + len(origin) + _OVERHEAD
+        with self._lock:
+            s = self._session(trace_id)
+            s.untrusted.append((origin, text))
+            s.untrusted_cost += cost
+            self._bytes += cost
+            while s.untrusted_cost > self.untrusted_bytes and s.untrusted:
+                o, t = s.untrusted.popleft()
+                gone = len(t.encode("utf-8", "surrogatepass")) + len(o) + _OVERHEAD
+                s.untrusted_cost -= gone
+                self._bytes -= gone
+            self._bound(trace_id)
+
+    def _bound(self, keep: str) -> None:
+        while self._bytes > self.max_bytes and len(self._sessions) > 1:
+            old, s = next(iter(self._sessions.items()))
+            if old == keep:
+                self._sessions.move_to_end(old)
+                continue
+            del self._sessions[old]
+            self._bytes -= s.cost + len(old)
+            self.evicted += 1
+
+    def reset(self, trace_id: str) -> None:
+        """Forget the session's trusted context and untrusted content."""
+        with self._lock:
+            s = self._sessions.pop(trace_id, None)
+            if s is not None:
+                self._bytes -= s.cost + len(trace_id)
+
+    # ------------------------------------------------------------------ checking
+    def grounded(self, trace_id: str, value: str) -> bool:
+        """Whether ``value`` appears (canonically) in the session's trusted context."""
+        if len(value) > MAX_VALUE_CHARS:
+            return False
+        kind, canon = canonical_value(value)
+        if not canon:
+            return False
+        s = self._sessions.get(trace_id)
+        if s is None:
+            return False
+        if kind != "text":
+            return (kind, canon) in s.specials
+        if " " not in canon:
+            return ("word", canon) in s.specials
+        needle = f" {canon} "
+        return any(needle in c.text for c in tuple(s.trusted))
+
+    def origin_of(self, trace_id: str, value: str) -> str | None:
+        """The origin of the first untrusted text that holds ``value``'s words, if any."""
+        s = self._sessions.get(trace_id)
+        if s is None or len(value) > MAX_VALUE_CHARS:
+            return None
+        kind, canon = canonical_value(value)
+        if not canon:
+            return None
+        for origin, text in tuple(s.untrusted):
+            words, specials = _scan(text)
+            if (kind, canon) in specials or (kind == "text" and f" {canon} " in words):
+                return origin
+        return None
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "grounding_sessions": len(self._sessions),
+            "grounding_bytes": self._bytes,
+            "grounding_bytes_limit": self.max_bytes,
+            "grounding_evicted": self.evicted,
+        }
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+
+_MISSING = object()
+
+
+def resolve_pointer(doc: Any, pointer: str) -> Any:
+    """The value at a JSON Pointer (RFC 6901) in ``doc``; a sentinel when absent."""
+    if pointer == "":
+        return doc
+    cur = doc
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if type(cur) is dict:
+            if token not in cur:
+                return _MISSING
+            cur = cur[token]
+        elif type(cur) is list:
+            if not token.isdigit() or (token != "0" and token.startswith("0")):
+                return _MISSING
+            i = int(token)
+            if i >= len(cur):
+                return _MISSING
+            cur = cur[i]
+        else:
+            return _MISSING
+    return cur
+
+
+def is_missing(value: Any) -> bool:
+    return value is _MISSING

@@ -1,0 +1,221 @@
+"""Mutants for policy v2: declared tool semantics (D2.8) and destination grounding (C4.6).
+Each puts back one plausible way the declarations or the grounding check could be wrong."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from typing import Any
+from unittest import mock
+
+from fak_core.grounding import GroundingStore
+from fak_core.policy import Policy, ToolDecl
+from fak_core.sinks import SinkGate
+from pytest_fak import mutant
+
+_grounding = importlib.import_module("fak_core.grounding")
+_user_words = importlib.import_module("fak_core.gateway.user_words")
+_real_set_policy = SinkGate.set_policy
+_real_ungrounded = SinkGate._ungrounded
+_real_grounded = GroundingStore.grounded
+
+
+@mutant("D2.8/declarations-ignored")
+def declarations_ignored() -> Any:
+    """The gate classifies every tool by the name heuristics, declared or not."""
+
+    def set_policy(self: SinkGate, policy: Policy) -> None:
+        _real_set_policy(self, policy)
+        self._decls = {}
+
+    return mock.patch.object(SinkGate, "set_policy", set_policy)
+
+
+@mutant("D2.8/strict-ignored")
+def strict_ignored() -> Any:
+    """``strict_sinks`` is read but an undeclared harmless tool is still no sink."""
+
+    def set_policy(self: SinkGate, policy: Policy) -> None:
+        _real_set_policy(self, policy)
+        self._strict = False
+
+    return mock.patch.object(SinkGate, "set_policy", set_policy)
+
+
+@mutant("C4.6/untrusted-grounds")
+def untrusted_grounds() -> Any:
+    """Every admitted result grounds destinations, untrusted ones included."""
+
+    def record_untrusted(self: GroundingStore, trace_id: str, text: str, origin: str) -> None:
+        self.record_trusted(trace_id, text, origin)
+
+    return mock.patch.object(GroundingStore, "record_untrusted", record_untrusted)
+
+
+@mutant("C4.6/substring-grounding")
+def substring_grounding() -> Any:
+    """A value is grounded when its text occurs anywhere in a trusted text, whole words
+    or not (``ali`` grounded by ``alice``, ``x.org/p`` by ``x.org/px``)."""
+
+    def grounded(self: GroundingStore, trace_id: str, value: str) -> bool:
+        _kind, canon = _grounding.canonical_value(value)
+        s = self._sessions.get(trace_id)
+        if s is None or not canon:
+            return False
+        return any(canon in c.text or any(canon in sp[1] for sp in c.specials) for c in s.trusted)
+
+    return mock.patch.object(GroundingStore, "grounded", grounded)
+
+
+@mutant("C4.6/first-destination-only")
+def first_destination_only() -> Any:
+    """Only the first declared destination is checked (``/cc`` rides along)."""
+
+    def ungrounded(self: SinkGate, trace_id: str, tool: str, decl: ToolDecl, args: Any) -> Any:
+        first = ToolDecl(decl.sink, decl.destinations[:1], decl.allow_destinations, decl.content)
+        return _real_ungrounded(self, trace_id, tool, first, args)
+
+    return mock.patch.object(SinkGate, "_ungrounded", ungrounded)
+
+
+@mutant("C4.6/content-unread")
+def content_unread() -> Any:
+    """Links written inside declared content arguments are not read as destinations."""
+
+    def ungrounded(self: SinkGate, trace_id: str, tool: str, decl: ToolDecl, args: Any) -> Any:
+        bare = ToolDecl(decl.sink, decl.destinations, decl.allow_destinations, ())
+        return _real_ungrounded(self, trace_id, tool, bare, args)
+
+    return mock.patch.object(SinkGate, "_ungrounded", ungrounded)
+
+
+@mutant("C4.6/case-sensitive")
+def case_sensitive() -> Any:
+    """Values are compared as written: ``Alice`` in the user's words does not ground
+    ``alice`` (a refusal of a grounded destination)."""
+
+    def grounded(self: GroundingStore, trace_id: str, value: str) -> bool:
+        return _real_grounded(self, trace_id, value) and any(
+            value.strip() in c.text for c in self._sessions[trace_id].trusted
+        )
+
+    return mock.patch.object(GroundingStore, "grounded", grounded)
+
+
+@mutant("C4.6/tool-results-as-user-words")
+def tool_results_as_user_words() -> Any:
+    """The proxies read every part of a user or tool message as the user's words, an
+    Anthropic ``tool_result`` block and an OpenAI ``tool`` message included."""
+
+    def texts(content: Any) -> list[str]:
+        if isinstance(content, str):
+            return [content]
+        out: list[str] = []
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict):
+                for key in ("text", "content"):
+                    if isinstance(part.get(key), str):
+                        out.append(part[key])
+        return out
+
+    roles = {**_user_words._OPENAI_ROLES, "tool": "user"}
+    return _chain(
+        mock.patch.object(_user_words, "_texts", texts),
+        mock.patch.object(_user_words, "_OPENAI_ROLES", roles),
+    )
+
+
+def _chain(*patches: Any) -> Any:
+    stack = contextlib.ExitStack()
+
+    @contextlib.contextmanager
+    def entered() -> Any:
+        with stack:
+            for p in patches:
+                stack.enter_context(p)
+            yield
+
+    return entered()
+
+
+# ---------------------------------------------------------------- C4.8 approvals
+_approvals = importlib.import_module("fak_core.approvals")
+
+
+@mutant("C4.8/mac-unchecked")
+def mac_unchecked() -> Any:
+    """The token's MAC is compared with itself: any payload passes for signed."""
+    return mock.patch.object(_approvals.hmac, "compare_digest", return_value=True)
+
+
+@mutant("C4.8/args-unbound")
+def args_unbound() -> Any:
+    """The token carries no real digest of the arguments: every call's digest is equal."""
+    return mock.patch.object(_approvals, "canonical_args_digest", return_value="unbound")
+
+
+@mutant("C4.8/replayable")
+def replayable() -> Any:
+    """Spent nonces are never remembered: a token approves its call again and again."""
+    real = _approvals.ApprovalResolver.verify
+
+    def verify(self: Any, call: Any, token: str) -> str | None:
+        why = real(self, call, token)
+        self._used.clear()
+        return why
+
+    return mock.patch.object(_approvals.ApprovalResolver, "verify", verify)
+
+
+@mutant("C4.8/expiry-ignored")
+def expiry_ignored() -> Any:
+    """The expiry is read from the token but the clock is never consulted."""
+    real_init = _approvals.ApprovalResolver.__init__
+
+    def init(self: Any, key: bytes, max_used: int = 65536, clock: Any = None) -> None:
+        real_init(self, key, max_used, lambda: 0.0)
+
+    return mock.patch.object(_approvals.ApprovalResolver, "__init__", init)
+
+
+# ---------------------------------------------------------------- D2.9 argument rules
+_rules = importlib.import_module("fak_core.rules")
+_real_set_rules = _rules.RuleGate.set_rules
+
+
+@mutant("D2.9/last-match-wins")
+def last_match_wins() -> Any:
+    """The rules are tried in reverse order: the last matching rule decides."""
+
+    def set_rules(self: Any, rules: Any) -> None:
+        _real_set_rules(self, rules)
+        self._rules = {tool: entries[::-1] for tool, entries in self._rules.items()}
+
+    return mock.patch.object(_rules.RuleGate, "set_rules", set_rules)
+
+
+@mutant("D2.9/priority-ignored")
+def priority_ignored() -> Any:
+    """Rules are tried in file order whatever their priority."""
+
+    def set_rules(self: Any, rules: Any) -> None:
+        _real_set_rules(self, rules)
+        self._rules = {t: sorted(e, key=lambda x: x[1]) for t, e in self._rules.items()}
+
+    return mock.patch.object(_rules.RuleGate, "set_rules", set_rules)
+
+
+@mutant("D2.9/taint-condition-ignored")
+def taint_condition_ignored() -> Any:
+    """A rule's taint condition is read but every rule applies on every session."""
+
+    def set_rules(self: Any, rules: Any) -> None:
+        _real_set_rules(
+            self,
+            tuple(
+                r.__class__(r.tool, r.effect, r.when, "any", r.priority, r.reason, r.claim)
+                for r in rules
+            ),
+        )
+
+    return mock.patch.object(_rules.RuleGate, "set_rules", set_rules)
