@@ -63,7 +63,7 @@ def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> V
     best: Verdict | None = None
     best_rank = -1
     first_indeterminate: Verdict | None = None
-    witnesses: list[Verdict] = []
+    witnesses: list[Verdict] | None = None  # made on the first REQUIRE_WITNESS
     rest: Verdict | None = None  # the most restrictive opinion that is not REQUIRE_WITNESS
     rest_rank = 0
     ranks = kinds.ranks  # a read-only view: one dict lookup per verdict, unknown kinds as DENY
@@ -88,7 +88,10 @@ def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> V
             continue
         r = ranks.get(k, DENY_RANK)
         if k == _WITNESS:
-            witnesses.append(v)
+            if witnesses is None:
+                witnesses = [v]
+            else:
+                witnesses.append(v)
         elif r > rest_rank:
             rest, rest_rank = v, r
         if r > best_rank:
@@ -96,7 +99,7 @@ def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> V
             if r >= DENY_RANK:
                 break
     if best is not None:
-        if best.kind == _WITNESS:
+        if witnesses is not None and best.kind == _WITNESS:
             view.witnessed = Witnessed(tuple(witnesses), rest)
         return best
     if first_indeterminate is not None:

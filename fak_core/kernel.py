@@ -171,7 +171,6 @@ class Kernel:
         if builtin_chain:
             self.add_adjudicator(self.ladder, PREFLIGHT_RANK, name="preflight")
             self.add_adjudicator(self.sink_gate, SINK_GATE_RANK, name="ifc-sink")
-            self.add_adjudicator(self.rules, RULES_RANK, name="rules")
             self.add_adjudicator(self.floor, FLOOR_RANK, name="floor")
             self.add_admitter(self.screen, SCREEN_RANK, name="result-screen")
         self._apply_policy_tables(self.policy)
@@ -207,9 +206,21 @@ class Kernel:
                 self.rate_limiter = self._rate_limiter_factory(policy.rate_limit)
                 self.add_adjudicator(self.rate_limiter, RATE_LIMIT_RANK, name="rate-limit")
 
+    def _apply_rules(self, policy: Policy) -> None:
+        """The argument rules' gate is in the chain exactly while the policy has rules (an
+        empty gate has no opinion on any call; leaving it out saves a step per decision)."""
+        with self._lock:
+            chained = any(r.impl is self.rules for r in self._adjudicators)
+            if chained and not policy.rules:
+                self._adjudicators = [r for r in self._adjudicators if r.impl is not self.rules]
+                self._default_chain, self._chains = self._build(self._adjudicators)
+            elif policy.rules and not chained and self._builtin:
+                self.add_adjudicator(self.rules, RULES_RANK, name="rules")
+
     def _apply_policy_tables(self, policy: Policy) -> None:
         """Make sources and schemas exactly: host registrations, overridden by the policy."""
         self._apply_rate_limit(policy)
+        self._apply_rules(policy)
         sources = SourceRegistry()
         for tool, src in self._host_sources.items():
             sources.register(tool, src)
@@ -383,13 +394,13 @@ class Kernel:
 
     def decide(self, call: ToolCall) -> Verdict:
         """Fold the chain over ``call``; the raw verdict (REQUIRE_WITNESS unresolved)."""
-        return self._decide(call)[0]
+        return self._decide(call, CallView(call, self.max_args_bytes, self.max_depth))
 
-    def _decide(self, call: ToolCall) -> tuple[Verdict, Witnessed | None]:
-        """:meth:`decide`, and the fold's :class:`~fak_core.fold.Witnessed` on a
-        REQUIRE_WITNESS (what stands once its claims are confirmed)."""
+    def _decide(self, call: ToolCall, view: CallView) -> Verdict:
+        """:meth:`decide` on a fresh ``view`` of ``call``; on a REQUIRE_WITNESS the fold
+        leaves its :class:`~fak_core.fold.Witnessed` (what stands once its claims are
+        confirmed) on ``view.witnessed``."""
         start = time.perf_counter_ns()
-        view = self.view(call)
         v = fold(self._chains.get(call.tool, self._default_chain), view, self.kinds)
         witnessed: Witnessed | None = view.witnessed if v.kind == _WITNESS else None
         if view._settle is not None:
@@ -409,7 +420,7 @@ class Kernel:
             self._emit(EventKind.DECIDE, call, v, elapsed_ns=elapsed)
             if v.kind == _DENY:
                 self._emit(EventKind.DENY, call, v)
-        return v, witnessed
+        return v
 
     def resolve_witness(
         self, call: ToolCall, verdict: Verdict, witnessed: Witnessed | None = None
@@ -495,7 +506,9 @@ class Kernel:
         self.counters.submits += 1
         if self._subscribers:
             self._emit(EventKind.SUBMIT, call)
-        verdict, witnessed = self._decide(call)
+        view = CallView(call, self.max_args_bytes, self.max_depth)
+        verdict = self._decide(call, view)
+        witnessed = view.witnessed if verdict.kind == _WITNESS else None
         kind = verdict.kind
         if kind == _WITNESS:
             verdict = self._settle_witness(call, verdict, witnessed)

@@ -676,7 +676,7 @@ _BREAKERS: dict[str, Breaker] = {
         "deny_hosts", st.sampled_from(["exa mple.com", "10.0.0.0/33", "http://x/"])
     ),
     "version-wrong": _top(
-        "version", _NOT_A_STRING | st.sampled_from(["fak-policy/v2", "", "v1", "FAK-POLICY/V1"])
+        "version", _NOT_A_STRING | st.sampled_from(["fak-policy/v3", "", "v1", "FAK-POLICY/V1"])
     ),
     "posture-unknown": _top(
         "posture", _NOT_A_STRING | st.sampled_from(["yolo", "", "FAIL_CLOSED", "fail-closed"])
