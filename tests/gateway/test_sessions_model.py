@@ -75,7 +75,7 @@ class Model:
                 with pytest.raises(SessionError) as other:
                     self.table.claim(trace, token, fresh=fresh)
                 assert other.value.status == 403
-                assert trace in other.value.message
+                assert repr(trace) in other.value.message  # quoted, escapes and all
                 return
             assert self.table.claim(trace, token, fresh=fresh) is None
             return
