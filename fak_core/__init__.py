@@ -14,7 +14,7 @@ from fak_core.adjudicators import (
     WitnessResolver,
 )
 from fak_core.admission import HeldStore, ResultScreen, ScreenConfig, ToolScreen
-from fak_core.approvals import ApprovalResolver, mint_approval
+from fak_core.approvals import ApprovalResolver, MemoryNonces, NonceStore, mint_approval
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
@@ -102,8 +102,10 @@ __all__ = [
     "KindRegistry",
     "Ladder",
     "MemoryLedger",
+    "MemoryNonces",
     "NegativeRow",
     "NegativesLedger",
+    "NonceStore",
     "Policy",
     "PolicyError",
     "QuarantinePayload",

@@ -8,7 +8,10 @@ approves exactly one tool on one session with exactly those arguments, whatever 
 the keys arrive in. :class:`ApprovalResolver` is a witness resolver: a call carrying a
 valid, unexpired, unused token in its ``witness`` (the wire's ``witness`` field) is
 CONFIRMED once; a token that fails any check is REFUTED; no token ABSTAINS. Used nonces are
-kept until their token expires (bounded: when full, new approvals are refused).
+kept until their token expires, in a :class:`NonceStore`: :class:`MemoryNonces` in one
+process (bounded: when full, new approvals are refused), or one every replica shares
+(:class:`fak_core.redis_stores.RedisNonces`), so a token spent on one replica is spent on
+all of them.
 
 The key comes from the host (:func:`approval_key_from_env` reads ``FAK_APPROVAL_KEY``);
 ``fak approve`` mints a token with it.
@@ -24,7 +27,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -34,6 +37,8 @@ from fak_core.calls import ToolCall
 __all__ = [
     "APPROVAL_ENV",
     "ApprovalResolver",
+    "MemoryNonces",
+    "NonceStore",
     "approval_key_from_env",
     "canonical_args_digest",
     "mint_approval",
@@ -106,19 +111,51 @@ def mint_approval(
     return signed + "." + _b64(_mac(key, signed))
 
 
+class NonceStore(Protocol):
+    """Where spent approval nonces are kept until their token expires."""
+
+    def spend(self, nonce: str, expires: int, now: float) -> str | None:
+        """Mark ``nonce`` spent until ``expires`` (unix seconds), atomically: None when it
+        was not spent before, else why the approval is refused. A store it cannot reach
+        raises (the resolver then refuses the call)."""
+        ...
+
+
+class MemoryNonces:
+    """Spent nonces in this process, at most ``max_used`` live ones."""
+
+    def __init__(self, max_used: int = 65536) -> None:
+        self._used: dict[str, float] = {}
+        self._max_used = max_used
+        self._lock = threading.Lock()
+
+    def spend(self, nonce: str, expires: int, now: float) -> str | None:
+        with self._lock:
+            if nonce in self._used:
+                return "the approval was already used"
+            if len(self._used) >= self._max_used:
+                self._used = {n: e for n, e in self._used.items() if e > now}
+                if len(self._used) >= self._max_used:
+                    return "too many live approvals; try again later"
+            self._used[nonce] = float(expires)
+        return None
+
+
 class ApprovalResolver:
     """Confirms a REQUIRE_WITNESS whose call carries a valid approval token, once."""
 
     def __init__(
-        self, key: bytes, max_used: int = 65536, clock: Callable[[], float] = time.time
+        self,
+        key: bytes,
+        max_used: int = 65536,
+        clock: Callable[[], float] = time.time,
+        nonces: NonceStore | None = None,
     ) -> None:
         if len(key) < MIN_KEY_BYTES:
             raise ValueError(f"an approval key needs at least {MIN_KEY_BYTES} bytes")
         self._key = key
         self._clock = clock
-        self._used: dict[str, float] = {}
-        self._max_used = max_used
-        self._lock = threading.Lock()
+        self.nonces: NonceStore = nonces if nonces is not None else MemoryNonces(max_used)
 
     def verify(self, call: ToolCall, token: str) -> str | None:
         """None when ``token`` approves ``call`` now (and spends it); else why not."""
@@ -145,15 +182,7 @@ class ApprovalResolver:
         nonce = payload.get("n")
         if not isinstance(nonce, str):
             return "a malformed approval token"
-        with self._lock:
-            if nonce in self._used:
-                return "the approval was already used"
-            if len(self._used) >= self._max_used:
-                self._used = {n: e for n, e in self._used.items() if e > now}
-                if len(self._used) >= self._max_used:
-                    return "too many live approvals; try again later"
-            self._used[nonce] = float(exp)
-        return None
+        return self.nonces.spend(nonce, exp, now)
 
     def resolve(self, call: ToolCall, claim: str) -> WitnessOutcome:
         token = call.meta.get("witness", "")

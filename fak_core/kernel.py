@@ -24,7 +24,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fak_core.adjudicators import (
     Adjudicator,
@@ -64,6 +64,9 @@ from fak_core.verdicts import (
     frozen_meta,
 )
 from fak_core.view import CallView
+
+if TYPE_CHECKING:
+    from fak_core.approvals import NonceStore
 
 __all__ = [
     "DispatchGate",
@@ -112,6 +115,7 @@ class Kernel:
         tool_workers: int = 8,
         held: HeldStore | None = None,
         rate_limiter: Callable[[RateLimit], RateLimiter] = RateLimiter,
+        approval_nonces: NonceStore | None = None,
     ) -> None:
         self.kinds = KindRegistry()
         self.reasons = ReasonRegistry()
@@ -124,6 +128,8 @@ class Kernel:
         self.held = held if held is not None else HeldStore(held_limit)
         #: Builds the policy's rate limiter (a shared one keeps its windows in a shared store).
         self._rate_limiter_factory = rate_limiter
+        #: Where spent approval nonces are kept (shared by replicas); None: in this process.
+        self._approval_nonces = approval_nonces
         self.counters = Counters()
         self.max_args_bytes = max_args_bytes
         self.max_depth = max_depth
@@ -314,7 +320,7 @@ class Kernel:
         key = key if key is not None else approval_key_from_env()
         if key is None:
             return False
-        self.add_witness_resolver("approval", ApprovalResolver(key))
+        self.add_witness_resolver("approval", ApprovalResolver(key, nonces=self._approval_nonces))
         return True
 
     def register_sink_class(self, name: str) -> str:
@@ -460,7 +466,14 @@ class Kernel:
         for rid, resolver in tuple(self._witnesses):
             try:
                 outcome = resolver.resolve(call, claim)
-            except Exception:
+            except Exception as exc:
+                # a resolver that could not reach its state (a shared nonce store that is
+                # down) refuses with that reason; any other crash is no confirmation
+                reason = getattr(exc, "deny_reason", None)
+                if isinstance(reason, int):
+                    return Verdict.deny(
+                        reason, "witness", claim=str(exc), meta={"witness": "error", "claim": claim}
+                    )
                 outcome = WitnessOutcome.ABSTAIN
             if outcome == WitnessOutcome.CONFIRMED:
                 return rid

@@ -11,6 +11,8 @@ it does in one process:
   one budget and concurrent calls cannot overspend.
 * :class:`RedisHeldStore` (a :class:`~fak_core.admission.HeldStore`): the held payload,
   its id and its stub are written by one script before the kernel returns the stub.
+* :class:`RedisNonces` (a :class:`~fak_core.approvals.NonceStore`): spending an approval
+  token's nonce is one ``SET NX``, so a token approves one call across all replicas.
 
 Every operation that cannot reach Redis (or finds the epoch gone) raises
 :class:`~fak_core.redis_state.StateUnavailable`: a refusal, never a local fallback.
@@ -30,7 +32,7 @@ from fak_core.taint import Taint
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
-__all__ = ["RedisHeldStore", "RedisLedger", "RedisRateLimiter"]
+__all__ = ["RedisHeldStore", "RedisLedger", "RedisNonces", "RedisRateLimiter"]
 
 _OK = Verdict.defer(BY)
 #: No stub the kernel issues is longer (a quarantine or page stub is about 150 characters).
@@ -271,3 +273,31 @@ class RedisHeldStore(HeldStore):
 
     def __len__(self) -> int:
         return 0
+
+
+# A spent nonce is a key that lives until its token expires (plus the clock-skew margin):
+# SET NX is the atomic "was it spent before?".
+_SPEND = """
+if redis.call('SET', KEYS[2], '1', 'NX', 'EXAT', tonumber(ARGV[2])) then return 1 end
+return 0
+"""
+
+
+class RedisNonces:
+    """Spent approval nonces in Redis (``fak:nonce:<sha256>``), shared by every replica:
+    a token spent on one replica is refused on the others. A key outlives its token by
+    :attr:`SKEW_S` seconds, so a replica whose clock runs behind Redis's cannot see the
+    nonce forgotten while it still reads the token as unexpired."""
+
+    PREFIX = "fak:nonce:"
+    #: How long a spent nonce outlives its token's expiry (seconds): the clock skew tolerated.
+    SKEW_S = 3600
+
+    def __init__(self, state: RedisState) -> None:
+        self.state = state
+        self._spend = state.script(_SPEND)
+
+    def spend(self, nonce: str, expires: int, now: float) -> str | None:
+        key = self.PREFIX + hashlib.sha256(nonce.encode("utf-8", "surrogatepass")).hexdigest()
+        fresh = self.state.run(self._spend, [key], [int(expires) + self.SKEW_S])
+        return None if int(fresh) else "the approval was already used"

@@ -26,6 +26,7 @@ __all__ = [
     "BootstrapError",
     "build_state",
     "describe_policy",
+    "enable_env_approvals",
     "load_tools_module",
     "manifest_policy",
 ]
@@ -136,9 +137,19 @@ def build_state(
         except PolicyError as exc:
             raise BootstrapError(str(exc)) from exc
     kernel = Kernel(policy, **(kernel_options or {}))
+    enable_env_approvals(kernel)
     if tools:
         register_tools(kernel, load_tools_module(tools), tools)
     return GatewayState(kernel, **state_options)
+
+
+def enable_env_approvals(kernel: Kernel) -> bool:
+    """Accept ``fak approve`` tokens when ``FAK_APPROVAL_KEY`` is set (False when unset);
+    a key too short to sign with is a :class:`BootstrapError` saying so."""
+    try:
+        return kernel.enable_approvals()
+    except ValueError as exc:
+        raise BootstrapError(str(exc)) from None
 
 
 def describe_policy(state: GatewayState, policy_path: str | None) -> str:

@@ -118,10 +118,16 @@ def run(ns: argparse.Namespace) -> int:
 
     import anyio
 
+    from fak_core.gateway.bootstrap import BootstrapError, enable_env_approvals
     from fak_core.gateway.mcp_proxy import McpProxy, serve_stdio
     from fak_core.kernel import Kernel
 
     kernel = Kernel(policy)
+    try:
+        enable_env_approvals(kernel)
+    except BootstrapError as exc:
+        print(f"fak mcp-proxy: {exc}", file=sys.stderr)
+        return 2
     journal = None
     if ns.journal:
         from fak_core.journal import Journal, JournalError

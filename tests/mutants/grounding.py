@@ -157,14 +157,11 @@ def args_unbound() -> Any:
 @mutant("C4.8/replayable")
 def replayable() -> Any:
     """Spent nonces are never remembered: a token approves its call again and again."""
-    real = _approvals.ApprovalResolver.verify
 
-    def verify(self: Any, call: Any, token: str) -> str | None:
-        why = real(self, call, token)
-        self._used.clear()
-        return why
+    def spend(self: Any, nonce: str, expires: int, now: float) -> str | None:
+        return None
 
-    return mock.patch.object(_approvals.ApprovalResolver, "verify", verify)
+    return mock.patch.object(_approvals.MemoryNonces, "spend", spend)
 
 
 @mutant("C4.8/expiry-ignored")
@@ -172,8 +169,10 @@ def expiry_ignored() -> Any:
     """The expiry is read from the token but the clock is never consulted."""
     real_init = _approvals.ApprovalResolver.__init__
 
-    def init(self: Any, key: bytes, max_used: int = 65536, clock: Any = None) -> None:
-        real_init(self, key, max_used, lambda: 0.0)
+    def init(
+        self: Any, key: bytes, max_used: int = 65536, clock: Any = None, nonces: Any = None
+    ) -> None:
+        real_init(self, key, max_used, lambda: 0.0, nonces)
 
     return mock.patch.object(_approvals.ApprovalResolver, "__init__", init)
 

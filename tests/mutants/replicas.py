@@ -96,3 +96,64 @@ def held_stub_local() -> Any:
     stack.enter_context(mock.patch.object(RedisHeldStore, "hold", hold))
     stack.enter_context(mock.patch.object(RedisHeldStore, "minted", minted))
     return stack
+
+
+# ---------------------------------------------------------------- C4.8 across replicas
+@mutant("C4.8/nonces-per-replica")
+def nonces_per_replica() -> Any:
+    """Each replica remembers only the approvals it confirmed itself (the nonce store
+    never reaches Redis): a token spent on one replica approves its call again on another."""
+    from fak_core.approvals import MemoryNonces
+    from fak_core.redis_stores import RedisNonces
+
+    local: weakref.WeakKeyDictionary[RedisNonces, MemoryNonces] = weakref.WeakKeyDictionary()
+
+    def spend(self: RedisNonces, nonce: str, expires: int, now: float) -> str | None:
+        return local.setdefault(self, MemoryNonces()).spend(nonce, expires, now)
+
+    return mock.patch.object(RedisNonces, "spend", spend)
+
+
+@mutant("C4.8/down-store-confirms")
+def down_store_confirms() -> Any:
+    """A nonce store that cannot be reached is taken for "never spent": the approval
+    goes through while Redis is down."""
+    from fak_core.redis_state import StateUnavailable
+    from fak_core.redis_stores import RedisNonces
+
+    real = RedisNonces.spend
+
+    def spend(self: RedisNonces, nonce: str, expires: int, now: float) -> str | None:
+        try:
+            return real(self, nonce, expires, now)
+        except StateUnavailable:
+            return None
+
+    return mock.patch.object(RedisNonces, "spend", spend)
+
+
+@mutant("C4.8/down-reason-lost")
+def down_reason_lost() -> Any:
+    """A resolver that could not reach its state is taken for one that abstained: the
+    refusal reads UNWITNESSED (a human should approve) instead of STATE_DOWN (wait)."""
+    from fak_core.adjudicators import WitnessOutcome
+    from fak_core.approvals import ApprovalResolver
+
+    real = ApprovalResolver.resolve
+
+    def resolve(self: ApprovalResolver, call: Any, claim: str) -> WitnessOutcome:
+        try:
+            return real(self, call, claim)
+        except Exception:
+            return WitnessOutcome.ABSTAIN
+
+    return mock.patch.object(ApprovalResolver, "resolve", resolve)
+
+
+@mutant("C4.8/gateway-ignores-key")
+def gateway_ignores_key() -> Any:
+    """The gateway builds its kernel without reading FAK_APPROVAL_KEY (the bug before
+    2026-12-01): no token is ever accepted, and a short key is not reported."""
+    from fak_core.gateway import bootstrap
+
+    return mock.patch.object(bootstrap, "enable_env_approvals", lambda kernel: False)
