@@ -132,8 +132,8 @@ _ANSI_NAMED = {
     "E": "\x1b",
 }
 # A word as a Windows shell reads it (cmd.exe, PowerShell): quotes group, a backslash is a
-# path separator, not an escape.
-_WIN_WORD = re.compile(r"""(?:[^ \t\r\n'";&|<>()]++|'[^']*+(?:'|\Z)|"[^"]*+(?:"|\Z))++""")
+# path separator, not an escape; the operators and the backquote end it, as in POSIX.
+_WIN_WORD = re.compile(r"""(?:[^ \t\r\n'";&|<>()`]++|'[^']*+(?:'|\Z)|"[^"]*+(?:"|\Z))++""")
 # The characters that make a word worth reading again as a command (``sh -c '...'``).
 _NESTED = re.compile(r"""[ \t\r\n'"\\;&|<>()`]""")
 

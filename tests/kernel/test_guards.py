@@ -103,13 +103,16 @@ _SPECIAL = set(" \t\n'\"\\;&|<>()`$*?[#~=%{},:")
 
 def _quote_as(how: str, p: str, i: int) -> str:
     """``p`` as one shell word, quoted ``how`` (``i`` picks a position); a Windows path
-    (with backslashes) only in quotes that keep a backslash."""
+    (with backslashes) bare or in double quotes as Windows shells take it, otherwise only
+    in quotes that keep a backslash."""
     win = "\\" in p
     i = i % max(1, len(p))
+    if how == "plain" and win and " " not in p:
+        return p  # as cmd.exe and PowerShell take it (a POSIX shell reads escapes)
     if how == "single" or (how in ("plain", "escaped", "continued") and win):
         return f"'{p}'"
-    if how == "double":
-        return '"' + p.replace("\\", "\\\\") + '"'
+    if how == "double":  # a Windows path as cmd.exe takes it, backslashes single
+        return '"' + (p if win else p.replace("\\", "\\\\")) + '"'
     if how == "dollar-double":
         return '$"' + p.replace("\\", "\\\\") + '"'
     if how == "split":  # a'b c'd: the shell joins the pieces (no special character bare)
@@ -195,7 +198,7 @@ def shell_commands(draw: st.DrawFn, path: str) -> tuple[str, tuple[str, str]]:
     template = draw(st.sampled_from(SHELL))
     how = draw(st.sampled_from(QUOTES))
     i = draw(st.integers(0, 64))
-    if "sh -c" in template and how in ("double", "dollar-double"):
+    if "sh -c" in template and (how in ("double", "dollar-double") or "\\" in path):
         how = "single"  # (one level of nesting: the inner word in the outer's quotes)
     return template, (how, str(i))
 
@@ -276,6 +279,53 @@ def test_a_protected_path_anywhere_in_the_arguments_is_denied(data: st.DataObjec
         # placed the same way, is allowed: the deny is about the path, not the shape
         benign = json.loads(raw.replace(json.dumps(text)[1:-1], json.dumps(twin)[1:-1]))
         assert k.decide(ToolCall(tool, json.dumps(benign))).kind == VerdictKind.ALLOW, benign
+
+
+def _table_paths(glob: str) -> list[tuple[str, str]]:
+    """For the exhaustive table: paths under ``glob`` and their twins, with a space in
+    a part, POSIX and Windows spellings (bare, drive, drive-relative, UNC)."""
+    if glob in UNDER:
+        good, bad = UNDER[glob]
+        pairs = [(good + t, bad + t) for t in ("kernel.py", "a b.txt")]
+    elif "*" in glob:
+        pairs = [("secrets/k.pem", "xecrets/k.pem"), ("secrets/a b.pem", "xecrets/a b.pem")]
+    else:
+        pairs = [(glob, "xak-policy.json"), ("a b/" + glob, "a b/xak-policy.json")]
+    good, bad = pairs[0]
+    for win in ("", "C:\\", "C:", "\\\\server\\share\\"):
+        pairs.append((win + good.replace("/", "\\"), win + bad.replace("/", "\\")))
+    return pairs
+
+
+@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.parametrize("glob", GLOBS)
+def test_every_spelling_in_every_place_under_every_glob(glob: str) -> None:
+    """The whole class, exhaustively for one path of each shape: every command template
+    (redirections, option forms, separators, nesting) with every quoting style at two
+    positions, and every patch header in LF and CRLF; each denied, each twin allowed."""
+    k = _self_modify_kernel("run_shell")
+    texts: list[tuple[str, str]] = []
+    for good, bad in _table_paths(glob):
+        for template in SHELL:
+            for how in QUOTES:
+                if "sh -c" in template and (how in ("double", "dollar-double") or "\\" in good):
+                    how = "single"
+                for i in (1, 6):
+                    q = (how, str(i))
+                    texts.append((in_command(template, q, good), in_command(template, q, bad)))
+        for patch in PATCHES:
+            for eol in ("\n", "\r\n"):
+                texts.append(
+                    (
+                        patch.replace("\n", eol).format(p=good),
+                        patch.replace("\n", eol).format(p=bad),
+                    )
+                )
+    for text, twin in texts:
+        v = k.decide(ToolCall("run_shell", json.dumps({"c": text})))
+        assert (k.reasons.name(v.reason), v.claim) == ("SELF_MODIFY", glob), text
+        v = k.decide(ToolCall("run_shell", json.dumps({"c": twin})))
+        assert v.kind == VerdictKind.ALLOW, twin
 
 
 @pytest.mark.fak_theorem("D2.4")
