@@ -97,7 +97,17 @@ def protected_paths(draw: st.DrawFn) -> str:
 # unquoted (only where nothing in the path is special), single- and double-quoted, quoted
 # in part, backslash-escaped, ANSI-C ($'...' with hex and octal escapes), $"...", and with
 # a line continuation (backslash-newline) anywhere outside quotes.
-QUOTES = ("plain", "single", "double", "split", "escaped", "ansi", "dollar-double", "continued")
+QUOTES = (
+    "plain",
+    "single",
+    "double",
+    "split",
+    "split-double",
+    "escaped",
+    "ansi",
+    "dollar-double",
+    "continued",
+)
 _SPECIAL = set(" \t\n'\"\\;&|<>()`$*?[#~=%{},:")
 
 
@@ -115,9 +125,9 @@ def _quote_as(how: str, p: str, i: int) -> str:
         return '"' + (p if win else p.replace("\\", "\\\\")) + '"'
     if how == "dollar-double":
         return '$"' + p.replace("\\", "\\\\") + '"'
-    if how == "split":  # a'b c'd: the shell joins the pieces (no special character bare)
-        j = min([i] + [k for k, c in enumerate(p) if c in _SPECIAL])
-        return f"{p[:j]}'{p[j:]}'"
+    if how in ("split", "split-double"):  # a'b c'd: the shell joins the pieces
+        j = min([i] + [k for k, c in enumerate(p) if c in _SPECIAL])  # (none left bare)
+        return f"{p[:j]}'{p[j:]}'" if how == "split" else f'{p[:j]}"{p[j:]}"'
     if how == "ansi":  # every other character as a hex or octal escape
         out = []
         for j, c in enumerate(p):
@@ -153,6 +163,8 @@ PATCHES = (
     "Index: {p}\n===\n--- {p}\n+++ {p}\n",
     "--- a/{p}\t2026-01-01 00:00:00\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
     '--- "a/notes.txt"\n+++ "b/{p}"\n@@ -1 +1 @@\n-a\n+b\n',
+    # a quoted name after a body line whose quotes a shell would pair across the headers
+    '--- a/x\n+++ b/x\n@@ -1 +1 @@\n-don\'t "quote\n+ok\n--- "a/notes.txt"\n+++ "b/{p}"\n',
     "*** Update File: {p}",  # one header line on its own
     "  *** Delete File: {p}  ",  # indented, trailing blanks
 )
@@ -198,7 +210,7 @@ def shell_commands(draw: st.DrawFn, path: str) -> tuple[str, tuple[str, str]]:
     template = draw(st.sampled_from(SHELL))
     how = draw(st.sampled_from(QUOTES))
     i = draw(st.integers(0, 64))
-    if "sh -c" in template and (how in ("double", "dollar-double") or "\\" in path):
+    if "sh -c" in template and (how in ("double", "dollar-double", "split-double") or "\\" in path):
         how = "single"  # (one level of nesting: the inner word in the outer's quotes)
     return template, (how, str(i))
 
@@ -308,7 +320,9 @@ def test_every_spelling_in_every_place_under_every_glob(glob: str) -> None:
     for good, bad in _table_paths(glob):
         for template in SHELL:
             for how in QUOTES:
-                if "sh -c" in template and (how in ("double", "dollar-double") or "\\" in good):
+                if "sh -c" in template and (
+                    how in ("double", "dollar-double", "split-double") or "\\" in good
+                ):
                     how = "single"
                 for i in (1, 6):
                     q = (how, str(i))
