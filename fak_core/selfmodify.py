@@ -206,12 +206,9 @@ def posix_words(text: str) -> list[str]:
 
 def command_words(text: str) -> list[str]:
     """Every word a command string names: its POSIX words, the POSIX words of each of those
-    that is itself a command (one level: ``sh -c 'echo > x'``), and, when it holds a
-    backslash, its Windows words. At most three readings, each no longer than the text."""
-    words = posix_words(text)
-    if "\\" in text:
-        words += windows_words(text)
-    return words
+    that is itself a command (one level: ``sh -c 'echo > x'``), and its Windows words. At
+    most three readings, each no longer than the text."""
+    return posix_words(text) + windows_words(text)
 
 
 def patch_paths(text: str) -> Iterator[str]:

@@ -522,7 +522,7 @@ def windows_words_unread() -> Any:
     ``C:\\data,v2\\x``) lose their separators (the original gap)."""
     from fak_core.selfmodify import command_words
 
-    return edited(command_words, ('if "\\\\" in text:', "if False:"))
+    return edited(command_words, (" + windows_words(text)", ""))
 
 
 @mutant("D2.4/nested-command-unread")
