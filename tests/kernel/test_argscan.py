@@ -202,3 +202,31 @@ def test_a_denied_host_stays_denied_while_the_walk_looks_for_paths(after: int) -
     ):
         v = k.decide(ToolCall("write_file", json.dumps(args)))
         assert (k.kinds.name(v.kind), k.reasons.name(v.reason)) == ("DENY", "EGRESS_BLOCK"), args
+
+
+@pytest.mark.fak_theorem("D2.4", "D2.5", "D2.7")
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"fak_core/x.py": "1", "password": "x", "u": "http://169.254.169.254/"},
+        {"u": "http://169.254.169.254/", "d": {"password": "x", "e": {"fak_core/x.py": "1"}}},
+        {"password": "x", "l": ["http://169.254.169.254/", {"theorems/a.md": 1}]},
+        {"u": "http://169.254.169.254/", "password": "x", "c": "echo x > fak_core/x.py"},
+    ],
+)
+def test_a_protected_path_decides_before_a_denied_host_and_a_redacted_key(
+    args: dict[str, Any],
+) -> None:
+    """All three readings on, all three planted (the path as a key or a value, at the top
+    or nested): the path decides for a tool that writes; for one that does not, the host."""
+    k = Kernel(
+        Policy(
+            allow=("write_file", "get_x"),
+            self_modify_globs=GLOBS,
+            deny_hosts=("169.254.0.0/16",),
+            redact_fields=("password",),
+        )
+    )
+    for tool, want in (("write_file", "DENY/SELF_MODIFY"), ("get_x", "DENY/EGRESS_BLOCK")):
+        v = k.decide(ToolCall(tool, json.dumps(args)))
+        assert f"{k.kinds.name(v.kind)}/{k.reasons.name(v.reason)}" == want, (tool, args)

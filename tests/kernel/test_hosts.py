@@ -351,3 +351,19 @@ def test_a_deny_entry_is_a_host_or_refused_by_name(
     assert str(caught.value) == message
     with pytest.raises(HostError, match="deny_hosts entry"):
         HostDenyList([name])
+
+
+@pytest.mark.fak_theorem("D2.7")
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("a" * 1025, "empty or over 1024 chars"),
+        ("b." * 600 + "example", "empty or over 1024 chars"),
+        ("x" * 90 + "/y", "it has a URL delimiter"),
+        ("metadata.google.internal" * 4 + "@evil.example", "it has a URL delimiter"),
+    ],
+)
+def test_a_refused_deny_entry_is_quoted_to_80_characters(entry: str, why: str) -> None:
+    with pytest.raises(HostError) as caught:
+        canonical_host(entry)
+    assert str(caught.value) == f"{entry[:80]!r} is not a host ({why})"
