@@ -30,7 +30,17 @@ from collections.abc import Iterable, Iterator
 
 from fak_core.globmatch import Glob, compile_glob
 
-__all__ = ["PathGuard", "glob_pattern", "patch_paths", "shell_words", "shlex_words"]
+__all__ = [
+    "PathGuard",
+    "ansi_c",
+    "command_words",
+    "glob_pattern",
+    "patch_paths",
+    "posix_words",
+    "shell_words",
+    "shlex_words",
+    "windows_words",
+]
 
 
 def _unquoted(text: str) -> str:
@@ -39,11 +49,11 @@ def _unquoted(text: str) -> str:
 
 
 def _unescaped(text: str) -> str:
-    """``text`` without quote characters and backslashes."""
-    return _unquoted(text).replace("\\", "")
+    """``text`` without quote characters, line continuations and backslashes."""
+    return _unquoted(text).replace("\\\n", "").replace("\\", "")
 
 
-_SPLIT = re.compile(r"[\s;|&<>()`=,:\[\]{}]++")
+_SPLIT = re.compile(r"[\s;|&<>()`=,:\[\]{}$]++")
 _HEADERS = (
     "*** Update File:",
     "*** Add File:",
@@ -61,6 +71,8 @@ _HEADERS = (
 # A glob's gate pieces: its literal runs cut at "/" and at the characters the word
 # splitter may drop, so a piece found in a word is found in the text the word came from.
 _GATE_CUT = re.compile(r"[/'\"\\]")
+# A text in which the shell's words differ from the split of the text without quotes.
+_SHELLISH = re.compile(r"""['"\\$]""")
 
 
 def glob_pattern(glob: str) -> str:
@@ -72,50 +84,131 @@ def shell_words(text: str) -> list[str]:
     """The words of ``text`` as a shell might read them (over-approximated, never raising).
 
     Quote characters are removed (a shell joins quoted pieces to their neighbours), then
-    the text is split on white space and shell punctuation, once with backslashes kept
-    (a Windows path) and once with them removed (a shell escape). Every word
-    :func:`shlex.split` would read is one of these or holds one, except a word in which
-    quoting keeps a separator (``'My Docs/x'``): see :func:`shlex_words`.
+    the text is split on white space and shell punctuation with backslashes kept (a
+    Windows path); when the text holds a quote, a backslash or a ``$``, the words the
+    POSIX shell reads, one command deep (:func:`posix_words`: escapes, ``$'...'``, line
+    continuations) are split the same way. A glob that is a plain name or directory (no
+    wildcard other than a final ``*``, no character the splitter cuts on) matches inside
+    one of these words wherever it matches a word the shell reads.
     """
-    kept = _unquoted(text)
-    words = [w for w in _SPLIT.split(kept) if w]
-    if "\\" in kept:
-        words += [w for w in _SPLIT.split(kept.replace("\\", "")) if w]
+    words = [w for w in _SPLIT.split(_unquoted(text)) if w]
+    if _SHELLISH.search(text) is not None:
+        words += [w for w in _SPLIT.split(" ".join(posix_words(text))) if w]
     return words
 
 
-# One POSIX shell word, as shlex.split reads it (white space ' \t\r\n' separates; single
-# quotes keep everything; in double quotes a backslash escapes only '"' and '\\'; outside,
-# a backslash escapes any character). An unclosed quote runs to the end of the text and a
-# final backslash stands for itself, so no alternative ever fails after reading: every
-# character is read once (and every repeat is possessive).
+# One word of a command string as a POSIX shell tokenises it (XCU 2.3, 2.2): blanks
+# (space, tab, CR, LF) and the unquoted operator characters ``;&|<>()`` and the backquote
+# end a word; single quotes keep everything; ``$'...'`` (ANSI-C quoting) reads backslash
+# escapes; in double quotes (``"..."`` or ``$"..."``) a backslash escapes ``$ ` " \`` and
+# a newline; outside, a backslash escapes any character, and a backslash-newline is
+# removed. An unclosed quote runs to the end of the text and a final backslash stands for
+# itself, so no alternative ever fails after reading: every character is read once (and
+# every repeat is possessive).
 _WORD = re.compile(
-    r"""(?:[^ \t\r\n'"\\]++|'[^']*+(?:'|\Z)|"(?:[^"\\]++|\\.)*+(?:"|\Z)|\\(?:.|\Z))++""",
+    r"""(?:[^ \t\r\n'"\\;&|<>()`$]++|\$(?!['"])|\$'(?:[^'\\]++|\\(?:.|\Z))*+(?:'|\Z)"""
+    r"""|'[^']*+(?:'|\Z)|\$?"(?:[^"\\]++|\\(?:.|\Z))*+(?:"|\Z)|\\(?:.|\Z))++""",
     re.DOTALL,
 )
 _SEGMENT = re.compile(
-    r"""'([^']*+)(?:'|\Z)|"((?:[^"\\]++|\\.)*+)(?:"|\Z)|\\(.|\Z)|([^'"\\]++)""", re.DOTALL
+    r"""\$'((?:[^'\\]++|\\(?:.|\Z))*+)(?:'|\Z)|'([^']*+)(?:'|\Z)"""
+    r"""|\$?"((?:[^"\\]++|\\(?:.|\Z))*+)(?:"|\Z)|\\(.|\Z)|((?:[^'"\\$]++|\$(?!['"]))++)""",
+    re.DOTALL,
 )
-_DQ_ESCAPE = re.compile(r'\\(["\\])')
+_DQ_ESCAPE = re.compile(r'\\([$`"\\\n])')
+# ANSI-C escapes (bash, ksh, zsh; POSIX.1-2024): the named ones, hex, octal, Unicode, ^X.
+_ANSI = re.compile(
+    r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.|\Z)", re.DOTALL
+)
+_ANSI_NAMED = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+    "e": "\x1b",
+    "E": "\x1b",
+}
+# A word as a Windows shell reads it (cmd.exe, PowerShell): quotes group, a backslash is a
+# path separator, not an escape; the operators and the backquote end it, as in POSIX.
+_WIN_WORD = re.compile(r"""(?:[^ \t\r\n'";&|<>()`]++|'[^']*+(?:'|\Z)|"[^"]*+(?:"|\Z))++""")
+# The characters that make a word worth reading again as a command (``sh -c '...'``).
+_NESTED = re.compile(r"""[ \t\r\n'"\\;&|<>()`]""")
+
+
+def _ansi_char(m: re.Match[str]) -> str:
+    e = m.group(1)
+    if not e:
+        return "\\"
+    head = e[0]
+    if head in "xuU" and len(e) > 1:
+        n = int(e[1:], 16)
+        return chr(n) if n <= 0x10FFFF else ""
+    if head in "01234567":
+        return chr(int(e, 8))
+    if head == "c" and len(e) == 2:
+        return chr(ord(e[1]) & 31)
+    return _ANSI_NAMED.get(e, e)
+
+
+def ansi_c(body: str) -> str:
+    """The text of the ANSI-C quoted string ``$'body'``."""
+    return _ANSI.sub(_ansi_char, body)
 
 
 def _unquote(segment: re.Match[str]) -> str:
-    single, double, escaped, bare = segment.groups()
+    ansi, single, double, escaped, bare = segment.groups()
+    if ansi is not None:
+        return ansi_c(ansi)
     if double is not None:
-        return _DQ_ESCAPE.sub(r"\1", double)
-    return single if single is not None else escaped if escaped is not None else bare
+        return _DQ_ESCAPE.sub(_dq_char, double)
+    if escaped is not None:
+        return "" if escaped == "\n" else escaped or "\\"
+    return single if single is not None else bare
+
+
+def _dq_char(m: re.Match[str]) -> str:
+    c = m.group(1)
+    return "" if c == "\n" else c
 
 
 def shlex_words(text: str) -> list[str]:
-    """The words :func:`shlex.split` reads from ``text`` (``posix=True``), read in one pass
-    by compiled patterns: the same words wherever :mod:`shlex` succeeds (a test compares
-    them). Where it would raise, an unclosed quote runs to the end of the text and a final
-    backslash is kept. :mod:`shlex` itself is not used: it reads a character at a time in
-    Python and copies its word once per character (quadratic on one long word)."""
+    """The words of the command string ``text`` as a POSIX shell reads them, in one pass
+    of compiled patterns (operators dropped). Where :mod:`shlex` (``posix=True``,
+    ``punctuation_chars=True``, ``whitespace_split=True``, no comments) succeeds on a text
+    without ``$``, a backquote or a backslash before a newline, these are its words
+    without its operator tokens (a test compares them); beyond it, ``$'...'``, ``$"..."``
+    and backslash-newline are read as the shell reads them. Nothing raises: an unclosed
+    quote runs to the end of the text, a final backslash is kept. :mod:`shlex` itself is
+    not used: it reads a character at a time in Python and copies its word once per
+    character (quadratic on one long word)."""
     return [
         "".join(_unquote(seg) for seg in _SEGMENT.finditer(word.group()))
         for word in _WORD.finditer(text)
     ]
+
+
+def windows_words(text: str) -> list[str]:
+    """The words of ``text`` as a Windows shell reads them: quote characters group and are
+    removed, backslashes are kept."""
+    return [_unquoted(w.group()) for w in _WIN_WORD.finditer(text)]
+
+
+def posix_words(text: str) -> list[str]:
+    """The POSIX words of ``text`` and of each of them that is itself a command string
+    (one level: ``sh -c 'echo > x'``): at most twice the text."""
+    words = shlex_words(text)
+    words += [w for word in words if _NESTED.search(word) for w in shlex_words(word)]
+    return words
+
+
+def command_words(text: str) -> list[str]:
+    """Every word a command string names: its POSIX words, the POSIX words of each of those
+    that is itself a command (one level: ``sh -c 'echo > x'``), and its Windows words. At
+    most three readings, each no longer than the text."""
+    return posix_words(text) + windows_words(text)
 
 
 def patch_paths(text: str) -> Iterator[str]:
@@ -134,16 +227,24 @@ def patch_paths(text: str) -> Iterator[str]:
 class Gated:
     """One protected glob, compiled, with the pieces every text it matches contains."""
 
-    __slots__ = ("glob", "pieces", "prog", "spaced")
+    __slots__ = ("cut", "glob", "pieces", "prog", "seps", "spaced")
 
     def __init__(self, glob: str) -> None:
         self.glob = glob
         self.prog: Glob = compile_glob(glob_pattern(glob))
         self.pieces = tuple(p for piece in self.prog.pieces for p in _GATE_CUT.split(piece) if p)
-        # The split words find whatever shlex's words would for a literal or literal-star
-        # glob without a character the splitter cuts on (its match lies inside one split
-        # word); any other glob may need a quoted word whole (``'a b/x.py'``, ``*.py``).
+        # The split words find whatever the shell's words would for a literal or
+        # literal-star glob without a character the splitter cuts on (its match lies inside
+        # one split word); any other glob needs the shell's words (``'a b/x.py'``, ``*.py``).
         self.spaced = not self.prog.simple or _SPLIT.search(glob) is not None
+        # An option's value or an assignment (``--out=p``, ``of=p``, ``C:p``, ``-op``) is a
+        # path of its own: '=' and ':' also end a part, and so does a leading ``-x``. Only
+        # where that cannot undo a match: a glob without the character, '?' or a class
+        # (whose match of it '/' would not replace), and, for the option, one that starts
+        # with a literal other than '-' (which no match can start with the option).
+        plain = "?" not in glob and "[" not in glob
+        self.seps = tuple(c for c in "=:" if plain and c not in glob)
+        self.cut = glob[:1] not in ("", "-", "*", "?", "[", "\\")
 
     def could_name(self, text: str) -> bool:
         for piece in self.pieces:  # noqa: SIM110 - a plain loop beats all() here
@@ -153,6 +254,11 @@ class Gated:
 
     def matches(self, candidate: str) -> bool:
         p = posixpath.normpath(candidate.replace("\\", "/"))
+        # after normalising, so that no '..' can cancel a part a separator made
+        for c in self.seps:
+            p = p.replace(c, "/")
+        if self.cut and p[:1] == "-" and p[1:2].isalpha():
+            p = "-/" + p[2:]  # (no longer: a match is still read in one pass of the text)
         return self.prog.run(p, False)[0]
 
     def any_match(self, candidates: list[str]) -> bool:
@@ -191,13 +297,14 @@ class PathGuard:
     def protected(self, text: str, globs: tuple[Gated, ...] | None = None) -> str | None:
         """The first glob that ``text`` names as a whole, in a patch header or as a word.
 
-        Each reading of ``text`` (patch names, words, unquoted variants) is made at most
-        once, and only for a glob whose pieces occur in the text it is cut from."""
+        Each reading of ``text`` (patch names, split words, the shell's words) is made at
+        most once, and only for a glob whose pieces occur in the text it is cut from."""
         quoted = "'" in text or '"' in text or "\\" in text
+        ansi = "$'" in text  # ANSI-C escapes can spell any character
         bare: str | None = None  # the text without quotes and backslashes
         names: list[str] | None = None
         words: list[str] | None = None
-        shlexed: list[str] | None = None
+        commands: list[str] | None = None
         for g in self._globs if globs is None else globs:
             if g.could_name(text):
                 if g.matches(text):
@@ -208,20 +315,21 @@ class PathGuard:
                     return g.glob
             elif not quoted:
                 continue
-            else:
+            elif not ansi:
                 # removing quotes and backslashes only joins text: a piece found after
                 # removing quotes is found after removing backslashes too
                 if bare is None:
                     bare = _unescaped(text)
                 if not g.could_name(bare):
                     continue
-            if words is None:
-                words = shell_words(text)
-            if g.any_match(words):
-                return g.glob
-            if g.spaced:  # the shell's own reading of the words (a separator in the glob)
-                if shlexed is None:
-                    shlexed = shlex_words(text)
-                if g.any_match(shlexed):
+            if not g.spaced:
+                if words is None:
+                    words = shell_words(text)
+                if g.any_match(words):
+                    return g.glob
+            else:  # the shell's own reading of the words (a separator or wildcard)
+                if commands is None:
+                    commands = command_words(text)
+                if g.any_match(commands):
                     return g.glob
         return None

@@ -173,10 +173,60 @@ def test_each_reading_decides_as_alone_in_the_one_walk(case: dict[str, Any]) -> 
 @pytest.mark.fak_theorem("D2.5")
 def test_the_floors_memory_of_clean_keys_is_bounded() -> None:
     k = Kernel(Policy(allow=("get_x",), redact_fields=("password",)))
-    for i in range(0, 2 * CLEAN_KEYS_BOUND, 64):
-        args = {f"k{j}": j for j in range(i, i + 64)}
+    # batches that fill the memory exactly to the bound, then single keys across it
+    sizes = [64] * (CLEAN_KEYS_BOUND // 64) + [1] * 3 + [64] * (CLEAN_KEYS_BOUND // 64)
+    i = 0
+    for size in sizes:
+        args = {f"k{j}": j for j in range(i, i + size)}
+        i += size
         assert k.decide(ToolCall("get_x", json.dumps(args))).kind == VerdictKind.ALLOW
         assert len(k.floor._redact.clean) <= CLEAN_KEYS_BOUND
     # and it still redacts once the memory has been cleared
     v = k.decide(ToolCall("get_x", '{"k1": 1, "PassWord": "x"}'))
     assert v.kind == VerdictKind.TRANSFORM and json.loads(v.repaired_args or "") == {"k1": 1}
+
+
+@pytest.mark.fak_theorem("D2.4", "D2.7")
+@pytest.mark.parametrize("after", [0, 1, 2, 3])
+def test_a_denied_host_stays_denied_while_the_walk_looks_for_paths(after: int) -> None:
+    """A write call whose text names a glob's pieces (so paths are still looked for after
+    a denied host): the strings read after the denied one, ordinary destinations and a
+    name that merely contains a protected one, do not undo the refusal."""
+    k = Kernel(
+        Policy(allow=("write_file",), self_modify_globs=GLOBS, deny_hosts=("169.254.0.0/16",))
+    )
+    later = ["https://example.com/a", "docs/fak_core.md", "mailto:bob@example.com"][:after]
+    for args in (
+        {"a": "http://169.254.169.254/latest", "b": later},
+        {"a": ["http://169.254.169.254/latest", *later], "z": "fak_core_notes/x"},
+    ):
+        v = k.decide(ToolCall("write_file", json.dumps(args)))
+        assert (k.kinds.name(v.kind), k.reasons.name(v.reason)) == ("DENY", "EGRESS_BLOCK"), args
+
+
+@pytest.mark.fak_theorem("D2.4", "D2.5", "D2.7")
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"fak_core/x.py": "1", "password": "x", "u": "http://169.254.169.254/"},
+        {"u": "http://169.254.169.254/", "d": {"password": "x", "e": {"fak_core/x.py": "1"}}},
+        {"password": "x", "l": ["http://169.254.169.254/", {"theorems/a.md": 1}]},
+        {"u": "http://169.254.169.254/", "password": "x", "c": "echo x > fak_core/x.py"},
+    ],
+)
+def test_a_protected_path_decides_before_a_denied_host_and_a_redacted_key(
+    args: dict[str, Any],
+) -> None:
+    """All three readings on, all three planted (the path as a key or a value, at the top
+    or nested): the path decides for a tool that writes; for one that does not, the host."""
+    k = Kernel(
+        Policy(
+            allow=("write_file", "get_x"),
+            self_modify_globs=GLOBS,
+            deny_hosts=("169.254.0.0/16",),
+            redact_fields=("password",),
+        )
+    )
+    for tool, want in (("write_file", "DENY/SELF_MODIFY"), ("get_x", "DENY/EGRESS_BLOCK")):
+        v = k.decide(ToolCall(tool, json.dumps(args)))
+        assert f"{k.kinds.name(v.kind)}/{k.reasons.name(v.reason)}" == want, (tool, args)

@@ -36,8 +36,7 @@ from fak_core.hosts import names_network_host
 
 # ----------------------------------------------------------------- D2.4 self-modify anywhere
 # the last two hold a space and a shell separator: a plain shell word cut at them is not
-# the path, so the shell's own reading of the words (and a patch header's name) must be;
-# they are in every policy here, generated paths are drawn under the first five
+# the path, so the shell's own reading of the words (and a patch header's name) must be
 GLOBS = (
     "fak_core/",
     "theorems/",
@@ -52,39 +51,104 @@ WRITERS = ("write_file", "apply_patch", "run_shell", "exec_command", "edit", "sa
 FILLER = st.text(st.sampled_from("abcde 012\n"), max_size=12)
 KEYS = st.text(st.sampled_from("abcde"), min_size=1, max_size=6)
 BENIGN_PATH = "notes/todo.txt"
+# (glob, a path under it, the same path under a directory no glob covers: it differs in
+# its first letter, so no word the readings cut from it is a protected name)
+UNDER = {
+    "fak_core/": ("fak_core/", "xak_core/"),
+    "theorems/": ("theorems/", "xheorems/"),
+    ".fak/": (".fak/", ".xak/"),
+    "My Docs/": ("My Docs/", "Xy Docs/"),
+    "data,v2/": ("data,v2/", "xata,v2/"),
+}
+TAILS = ("kernel.py", "x/y.md", "deep/er/file", "a b.txt", "-x.py", "a=b:c.txt")
+PREFIXES = ("", "./", "/work/repo/", "a/b/", "x/../", "./x/../y/", "a=b/", "-o/")
+# Windows spellings: a drive, a drive-relative path, a UNC or device path
+WIN_PREFIXES = ("", "C:\\", "C:", "D:\\repo\\", "\\\\server\\share\\", "\\\\?\\C:\\", ".\\")
+
+
+@st.composite
+def path_pairs(draw: st.DrawFn) -> tuple[str, str]:
+    """(a concrete path one of GLOBS covers, by construction; the same path, spelled the
+    same way, that none covers)."""
+    glob = draw(st.sampled_from(GLOBS))
+    prefix = draw(st.sampled_from(PREFIXES))
+    if glob in UNDER:
+        tail = draw(st.sampled_from(TAILS))
+        good, bad = UNDER[glob]
+        pair = (prefix + good + tail, prefix + bad + tail)
+    elif "*" in glob:
+        stem = draw(KEYS) + ".pem"
+        pair = (prefix + "secrets/" + stem, prefix + "xecrets/" + stem)
+    else:
+        pair = (prefix + glob, prefix + "xak-policy.json")
+    if draw(st.booleans()):  # a Windows spelling
+        win = draw(st.sampled_from(WIN_PREFIXES))
+        pair = (win + pair[0].replace("/", "\\"), win + pair[1].replace("/", "\\"))
+    return pair
 
 
 @st.composite
 def protected_paths(draw: st.DrawFn) -> str:
     """A concrete path that one of GLOBS covers, by construction."""
-    glob = draw(st.sampled_from(GLOBS[:5]))  # (the spaced globs: fixed cases below)
-    prefix = draw(st.sampled_from(["", "./", "/work/repo/", "a/b/", "x/../", "./x/../y/"]))
-    if glob.endswith("/"):
-        tail = draw(st.sampled_from(["kernel.py", "x/y.md", "deep/er/file", "a b.txt"]))
-        path = prefix + glob + tail
-    elif "*" in glob:
-        path = prefix + "secrets/" + draw(KEYS) + ".pem"
-    else:
-        path = prefix + glob
-    if draw(st.booleans()) and " " not in path:
-        path = path.replace("/", "\\")  # a Windows spelling
-    return path
+    return draw(path_pairs())[0]
+
+
+# The spellings of one word in a POSIX shell (XCU 2.2) and the shells agents drive:
+# unquoted (only where nothing in the path is special), single- and double-quoted, quoted
+# in part, backslash-escaped, ANSI-C ($'...' with hex and octal escapes), $"...", and with
+# a line continuation (backslash-newline) anywhere outside quotes.
+QUOTES = (
+    "plain",
+    "single",
+    "double",
+    "split",
+    "split-double",
+    "escaped",
+    "ansi",
+    "dollar-double",
+    "continued",
+)
+_SPECIAL = set(" \t\n'\"\\;&|<>()`$*?[#~=%{},:")
+
+
+def _quote_as(how: str, p: str, i: int) -> str:
+    """``p`` as one shell word, quoted ``how`` (``i`` picks a position); a Windows path
+    (with backslashes) bare or in double quotes as Windows shells take it, otherwise only
+    in quotes that keep a backslash."""
+    win = "\\" in p
+    i = i % max(1, len(p))
+    if how == "plain" and win and " " not in p:
+        return p  # as cmd.exe and PowerShell take it (a POSIX shell reads escapes)
+    if how == "single" or (how in ("plain", "escaped", "continued") and win):
+        return f"'{p}'"
+    if how == "double":  # a Windows path as cmd.exe takes it, backslashes single
+        return '"' + (p if win else p.replace("\\", "\\\\")) + '"'
+    if how == "dollar-double":
+        return '$"' + p.replace("\\", "\\\\") + '"'
+    if how in ("split", "split-double"):  # a'b c'd: the shell joins the pieces
+        j = min([i] + [k for k, c in enumerate(p) if c in _SPECIAL])  # (none left bare)
+        return f"{p[:j]}'{p[j:]}'" if how == "split" else f'{p[:j]}"{p[j:]}"'
+    if how == "ansi":  # every other character as a hex or octal escape
+        out = []
+        for j, c in enumerate(p):
+            if c in "\\'":
+                out.append("\\" + c)
+            elif j % 2 == i % 2:
+                out.append(f"\\x{ord(c):02x}" if j % 4 < 2 else f"\\{ord(c):03o}")
+            else:
+                out.append(c)
+        return "$'" + "".join(out) + "'"
+    # each special character (and the one at i, needlessly) escaped by a backslash
+    units = ["\\" + c if c in _SPECIAL or j == i else c for j, c in enumerate(p)]
+    if how == "continued":  # a backslash-newline is removed before the word is read
+        units.insert(i, "\\\n")
+    elif how == "plain" and not any(c in _SPECIAL for c in p):
+        return p
+    return "".join(units)
 
 
 def _quote(draw: st.DrawFn, p: str) -> str:
-    how = draw(st.sampled_from(["plain", "single", "double", "split", "escaped"]))
-    if how == "single" or (" " in p and how == "plain"):
-        return f"'{p}'"
-    if how == "double":
-        return f'"{p}"'
-    if how == "split":  # fa'k_co're/...: the shell joins the pieces
-        # the quote opens before any space, which must stay quoted
-        i = draw(st.integers(1, max(1, p.find(" ") if " " in p else len(p) - 1)))
-        return f"{p[:i]}'{p[i:]}'"
-    if how == "escaped" and "\\" not in p and " " not in p:
-        i = draw(st.integers(0, len(p) - 1))
-        return p if p[i] == "/" else p[:i] + "\\" + p[i:]
-    return f"'{p}'" if " " in p else p  # a space outside quotes would cut the word
+    return _quote_as(draw(st.sampled_from(QUOTES)), p, draw(st.integers(0, 64)))
 
 
 PATCHES = (
@@ -95,34 +159,87 @@ PATCHES = (
     "--- a/notes.txt\n+++ b/{p}\t2026-01-01 00:00:00\n@@ -1 +1 @@\n-a\n+b\n",
     "--- a/{p}\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
     "diff --git a/notes.txt b/{p}\nrename from notes.txt\nrename to {p}\n",
+    "diff --git a/notes.txt b/notes.txt\ncopy from notes.txt\ncopy to {p}\n",
     "Index: {p}\n===\n--- {p}\n+++ {p}\n",
     "--- a/{p}\t2026-01-01 00:00:00\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
     '--- "a/notes.txt"\n+++ "b/{p}"\n@@ -1 +1 @@\n-a\n+b\n',
+    # a quoted name after a body line whose quotes a shell would pair across the headers
+    '--- a/x\n+++ b/x\n@@ -1 +1 @@\n-don\'t "quote\n+ok\n--- "a/notes.txt"\n+++ "b/{p}"\n',
     "*** Update File: {p}",  # one header line on its own
+    "  *** Delete File: {p}  ",  # indented, trailing blanks
 )
+# Where a word stands in a command: an argument, a redirection's target (every POSIX
+# redirection operator, with an IO number, glued or not), an option's value (--opt=,
+# --opt v, -ov, -o v, key=value, /opt:value), after each separator and grouping, in a
+# command substitution, and in a nested command string (one level).
 SHELL = (
     "echo x > {q}",
+    "echo x >{q}",
+    "echo x >>{q}",
+    "echo x 2>{q}",
+    "echo x &>{q}",
+    "echo x >|{q}",
+    "cat <{q}>/dev/null",
+    "exec 3<>{q}",
     "sed -i s/a/b/ {q}",
     "cp notes.txt {q} && ls",
+    "true || rm -f {q}",
     "python -c 'print(1)'; rm -f {q}",
+    "ls | tee {q}",
+    "sleep 1 & touch {q}",
     "tee --output={q} < in.txt",
+    "sort --output {q} in.txt",
+    "gcc -o{q} main.c",
+    "curl -o {q} https://example.com/x",
+    "dd if=in.txt of={q}",
+    "F={q} make",
+    "robocopy src /log:{q}",
     "cat <<EOF >{q}\nhi\nEOF",
     "(cd /tmp;mv x {q})",
+    "{{ echo; cat; }} >{q}",
+    "echo `cat {q}`",
+    "echo $(touch {q})",
+    "echo a\ntouch {q}",
+    'sh -c "echo x > {q}"',
 )
+
+
+@st.composite
+def shell_commands(draw: st.DrawFn, path: str) -> tuple[str, tuple[str, str]]:
+    """A command naming ``path``: (template, (how quoted, position))."""
+    template = draw(st.sampled_from(SHELL))
+    how = draw(st.sampled_from(QUOTES))
+    i = draw(st.integers(0, 64))
+    if "sh -c" in template and (how in ("double", "dollar-double", "split-double") or "\\" in path):
+        how = "single"  # (one level of nesting: the inner word in the outer's quotes)
+    return template, (how, str(i))
+
+
+def in_command(template: str, quoting: tuple[str, str], path: str) -> str:
+    return template.format(q=_quote_as(quoting[0], path, int(quoting[1])))
+
+
+@st.composite
+def carrier_pairs(draw: st.DrawFn, pair: tuple[str, str]) -> tuple[str, str, str]:
+    """(how, text naming pair[0], the same text naming pair[1]): the path as a whole
+    string, a key, inside a patch body, or in a shell command."""
+    how = draw(st.sampled_from(["plain", "patch", "shell", "key"]))
+    if how == "patch":
+        patch = draw(st.sampled_from(PATCHES))
+        if draw(st.booleans()):
+            patch = patch.replace("\n", "\r\n")
+        return how, patch.format(p=pair[0]), patch.format(p=pair[1])
+    if how == "shell":
+        template, quoting = draw(shell_commands(pair[0]))
+        return how, in_command(template, quoting, pair[0]), in_command(template, quoting, pair[1])
+    return how, pair[0], pair[1]
 
 
 @st.composite
 def carriers(draw: st.DrawFn, path: str) -> tuple[str, str]:
     """(how, text): ``path`` as a whole string, inside a patch body, or in a shell command."""
-    how = draw(st.sampled_from(["plain", "patch", "shell", "key"]))
-    if how == "patch":
-        text = draw(st.sampled_from(PATCHES)).format(p=path)
-        if draw(st.booleans()):
-            text = text.replace("\n", "\r\n")
-        return how, text
-    if how == "shell":
-        return how, draw(st.sampled_from(SHELL)).format(q=_quote(draw, path))
-    return how, path
+    how, text, _ = draw(carrier_pairs((path, path)))
+    return how, text
 
 
 @st.composite
@@ -163,15 +280,66 @@ def test_a_protected_path_anywhere_in_the_arguments_is_denied(data: st.DataObjec
     tool = data.draw(st.sampled_from(WRITERS), label="tool")
     k = _self_modify_kernel(tool)
     for _ in range(4):  # several paths and carriers per example
-        path = data.draw(protected_paths(), label="path")
-        how, text = data.draw(carriers(path), label="carrier")
+        pair = data.draw(path_pairs(), label="paths")
+        how, text, twin = data.draw(carrier_pairs(pair), label="carrier")
         args = _embed(data.draw, how, text)
-        v = k.decide(ToolCall(tool, json.dumps(args)))
+        raw = json.dumps(args)
+        v = k.decide(ToolCall(tool, raw))
         assert (k.kinds.name(v.kind), k.reasons.name(v.reason)) == ("DENY", "SELF_MODIFY"), args
         assert v.claim in GLOBS
-        # the same call naming an unprotected path is allowed: the deny is about the path
-        benign = json.loads(json.dumps(args).replace(json.dumps(text)[1:-1], BENIGN_PATH))
+        # the same call naming the same path under an unprotected directory, spelled and
+        # placed the same way, is allowed: the deny is about the path, not the shape
+        benign = json.loads(raw.replace(json.dumps(text)[1:-1], json.dumps(twin)[1:-1]))
         assert k.decide(ToolCall(tool, json.dumps(benign))).kind == VerdictKind.ALLOW, benign
+
+
+def _table_paths(glob: str) -> list[tuple[str, str]]:
+    """For the exhaustive table: paths under ``glob`` and their twins, with a space in
+    a part, POSIX and Windows spellings (bare, drive, drive-relative, UNC)."""
+    if glob in UNDER:
+        good, bad = UNDER[glob]
+        pairs = [(good + t, bad + t) for t in ("kernel.py", "a b.txt")]
+    elif "*" in glob:
+        pairs = [("secrets/k.pem", "xecrets/k.pem"), ("secrets/a b.pem", "xecrets/a b.pem")]
+    else:
+        pairs = [(glob, "xak-policy.json"), ("a b/" + glob, "a b/xak-policy.json")]
+    good, bad = pairs[0]
+    for win in ("", "C:\\", "C:", "\\\\server\\share\\"):
+        pairs.append((win + good.replace("/", "\\"), win + bad.replace("/", "\\")))
+    return pairs
+
+
+@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.parametrize("glob", GLOBS)
+def test_every_spelling_in_every_place_under_every_glob(glob: str) -> None:
+    """The whole class, exhaustively for one path of each shape: every command template
+    (redirections, option forms, separators, nesting) with every quoting style at two
+    positions, and every patch header in LF and CRLF; each denied, each twin allowed."""
+    k = _self_modify_kernel("run_shell")
+    texts: list[tuple[str, str]] = []
+    for good, bad in _table_paths(glob):
+        for template in SHELL:
+            for how in QUOTES:
+                if "sh -c" in template and (
+                    how in ("double", "dollar-double", "split-double") or "\\" in good
+                ):
+                    how = "single"
+                for i in (1, 6):
+                    q = (how, str(i))
+                    texts.append((in_command(template, q, good), in_command(template, q, bad)))
+        for patch in PATCHES:
+            for eol in ("\n", "\r\n"):
+                texts.append(
+                    (
+                        patch.replace("\n", eol).format(p=good),
+                        patch.replace("\n", eol).format(p=bad),
+                    )
+                )
+    for text, twin in texts:
+        v = k.decide(ToolCall("run_shell", json.dumps({"c": text})))
+        assert (k.reasons.name(v.reason), v.claim) == ("SELF_MODIFY", glob), text
+        v = k.decide(ToolCall("run_shell", json.dumps({"c": twin})))
+        assert v.kind == VerdictKind.ALLOW, twin
 
 
 @pytest.mark.fak_theorem("D2.4")
@@ -215,15 +383,54 @@ def test_what_the_guard_reads_and_what_it_leaves() -> None:
     )
 
 
+def _shlex_words(text: str) -> list[str]:
+    """The oracle: the words :mod:`shlex` reads in POSIX mode with the shell's operator
+    characters, without the operators."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return _no_operators(lexer)
+
+
+def _no_operators(words: Any) -> list[str]:
+    # shlex does not say whether ';' was an operator or a quoted word: neither side has them
+    return [w for w in words if not (w and set(w) <= set("();<>|&"))]
+
+
+SHELL_ALPHABET = "ab '\"\\\t\n\r;|&<>()=-/"
+
+
 @pytest.mark.fak_theorem("D2.4")
-@given(st.text(st.sampled_from("ab '\"\\\t\n;$"), max_size=16))
+@given(st.text(st.sampled_from(SHELL_ALPHABET), max_size=16))
 def test_shell_words_are_the_words_shlex_reads(text: str) -> None:
+    """Differential against :mod:`shlex` on its common ground with the POSIX shell (no
+    ``$``, no backquote, no backslash-newline, which it reads differently from sh)."""
+    got = selfmodify.shlex_words(text)
     try:
-        want = shlex.split(text, posix=True)
+        want = _shlex_words(text)
     except ValueError:  # shlex refuses it; the guard's reader still answers, without raising
-        assert isinstance(selfmodify.shlex_words(text), list)
+        assert isinstance(got, list)
         return
-    assert selfmodify.shlex_words(text) == want
+    if "\\\n" not in text:
+        assert _no_operators(got) == want
+
+
+@pytest.mark.fak_theorem("D2.4")
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("a\\\nb c", ["ab", "c"]),  # line continuation outside quotes
+        ('"a\\\nb"', ["ab"]),  # and in double quotes
+        ("'a\\\nb'", ["a\\\nb"]),  # not in single quotes
+        ('"a\\$b\\`c"', ["a$b`c"]),  # \$ and \` escaped in double quotes
+        ("$'a\\x41\\101\\u0041\\tb\\'c\\\\'", ["aAAA\tb'c\\"]),  # ANSI-C quoting
+        ('$"a b"$c', ["a b$c"]),
+        ("echo `cat x`$(y)", ["echo", "cat", "x", "$", "y"]),
+        ("a\\", ["a\\"]),  # a final backslash stands for itself
+    ],
+)
+def test_shell_words_as_the_shell_reads_them(text: str, words: list[str]) -> None:
+    assert selfmodify.shlex_words(text) == words
 
 
 @pytest.mark.fak_theorem("D2.4")
@@ -420,7 +627,17 @@ PATTERNS = {
     "sinks": ("_EMAIL", "_HOST", "_EXEC", "_DESTRUCTIVE", "_EGRESS"),
     "floor": ("_WRITE",),
     "jsonargs": ("_KEY_END_STR", "_KEY_END_BYTES"),
-    "selfmodify": ("_SPLIT", "_GATE_CUT", "_WORD", "_SEGMENT", "_DQ_ESCAPE"),
+    "selfmodify": (
+        "_SPLIT",
+        "_GATE_CUT",
+        "_WORD",
+        "_SEGMENT",
+        "_DQ_ESCAPE",
+        "_ANSI",
+        "_WIN_WORD",
+        "_NESTED",
+        "_SHELLISH",
+    ),
 }
 MODULES = {"sinks": sinks, "floor": floor, "jsonargs": jsonargs, "selfmodify": selfmodify}
 AUDITED = [f"{m}.{n}" for m, names in PATTERNS.items() for n in names] + [

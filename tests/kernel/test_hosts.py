@@ -308,7 +308,7 @@ _LABEL = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=63
 @pytest.mark.fak_theorem("D2.7")
 @given(
     st.lists(_LABEL, min_size=2, max_size=40),
-    st.sampled_from(["ok", "long", "delimiter", "refused", "blank"]),
+    st.sampled_from(["ok", "edge", "long", "delimiter", "refused", "blank"]),
     st.sampled_from("/\\?#@"),
     st.data(),
 )
@@ -317,6 +317,12 @@ def test_a_deny_entry_is_a_host_or_refused_by_name(
 ) -> None:
     name = ".".join(labels)[:1000].strip(".") + ".example"  # a name, never an address
     if kind == "ok":
+        assert canonical_host(name).name == name.lower()
+        assert HostDenyList([name]).names == {name.lower()}
+        return
+    if kind == "edge":  # exactly at the bound: still a host
+        body = ((name + ".") * (1100 // len(name) + 1))[: 1024 - len(".example")]
+        name = (body[:-1] + "a" if body.endswith(".") else body) + ".example"
         assert canonical_host(name).name == name.lower()
         assert HostDenyList([name]).names == {name.lower()}
         return
@@ -345,3 +351,19 @@ def test_a_deny_entry_is_a_host_or_refused_by_name(
     assert str(caught.value) == message
     with pytest.raises(HostError, match="deny_hosts entry"):
         HostDenyList([name])
+
+
+@pytest.mark.fak_theorem("D2.7")
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("a" * 1025, "empty or over 1024 chars"),
+        ("b." * 600 + "example", "empty or over 1024 chars"),
+        ("x" * 90 + "/y", "it has a URL delimiter"),
+        ("metadata.google.internal" * 4 + "@evil.example", "it has a URL delimiter"),
+    ],
+)
+def test_a_refused_deny_entry_is_quoted_to_80_characters(entry: str, why: str) -> None:
+    with pytest.raises(HostError) as caught:
+        canonical_host(entry)
+    assert str(caught.value) == f"{entry[:80]!r} is not a host ({why})"

@@ -466,7 +466,10 @@ def unquoted_words_unread() -> Any:
     from fak_core.selfmodify import PathGuard
     from tests.mutants.sourcepatch import edited
 
-    return edited(PathGuard.protected, ("if g.spaced:", "if g.spaced and quoted:"))
+    return edited(
+        PathGuard.protected,
+        ("else:  # the shell's own reading", "elif quoted:  # the shell's own reading"),
+    )
 
 
 @mutant("D2.4/one-line-header-unread")
@@ -480,6 +483,76 @@ def one_line_header_unread() -> Any:
         PathGuard.protected,
         ("if g.any_match(names):", r'if ("\n" in text or "\r" in text) and g.any_match(names):'),
     )
+
+
+@mutant("D2.4/operators-glued")
+def operators_glued() -> Any:
+    """The shell's word reader ends a word only at a blank, as :func:`shlex.split` does:
+    ``>'My Docs/x'``, ``2>>x``, ``a;b`` stay one word with the operator glued on (the
+    original gap)."""
+    import re
+
+    from fak_core import selfmodify
+
+    word = re.compile(
+        r"""(?:[^ \t\r\n'"\\$]++|\$(?!['"])|\$'(?:[^'\\]++|\\(?:.|\Z))*+(?:'|\Z)"""
+        r"""|'[^']*+(?:'|\Z)|\$?"(?:[^"\\]++|\\(?:.|\Z))*+(?:"|\Z)|\\(?:.|\Z))++""",
+        re.DOTALL,
+    )
+    return mock.patch.object(selfmodify, "_WORD", word)
+
+
+@mutant("D2.4/option-values-unread")
+def option_values_unread() -> Any:
+    """A word is matched only as a whole path: ``--output=p``, ``of=p``, ``/log:p``,
+    ``C:p`` and ``-op`` are not read as naming ``p`` (the original gap)."""
+    from fak_core.selfmodify import Gated
+
+    return edited(
+        Gated.matches,
+        ("for c in self.seps:", "for c in ():"),
+        ('if self.cut and p[:1] == "-"', 'if not self.cut and p[:1] == "-"'),
+    )
+
+
+@mutant("D2.4/windows-words-unread")
+def windows_words_unread() -> Any:
+    """A command string is read only as a POSIX shell reads it: a backslash is always an
+    escape, so ``'...'``-less Windows paths (``"C:\\My Docs\\x"`` in cmd's reading,
+    ``C:\\data,v2\\x``) lose their separators (the original gap)."""
+    from fak_core.selfmodify import command_words
+
+    return edited(command_words, (" + windows_words(text)", ""))
+
+
+@mutant("D2.4/nested-command-unread")
+def nested_command_unread() -> Any:
+    """A word that is itself a command string (``sh -c "echo > 'My Docs/x'"``) is not read
+    again (the original gap)."""
+    from fak_core.selfmodify import posix_words
+
+    return edited(
+        posix_words,
+        ("words += [w for word in words if _NESTED.search(word)", "words += [w for word in ()"),
+    )
+
+
+@mutant("D2.4/line-continuation-kept")
+def line_continuation_kept() -> Any:
+    """A backslash-newline is read as an escaped newline, not removed: ``fak_\\<newline>core``
+    is two words to the gate (the original bug, found by the generator)."""
+    from fak_core import selfmodify
+
+    return edited(selfmodify._unescaped, ('.replace("\\\\\\n", "")', ""))
+
+
+@mutant("D2.4/ansi-c-unread")
+def ansi_c_unread() -> Any:
+    """``$'...'`` is read as ``$`` and a single-quoted string: its escapes
+    (``$'fak\\x5fcore/x'``) are not decoded (the original gap)."""
+    from fak_core import selfmodify
+
+    return mock.patch.object(selfmodify, "ansi_c", lambda body: body)
 
 
 @mutant("D2.5/top-level-only")
