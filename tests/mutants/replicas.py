@@ -156,4 +156,4 @@ def gateway_ignores_key() -> Any:
     2026-12-01): no token is ever accepted, and a short key is not reported."""
     from fak_core.gateway import bootstrap
 
-    return mock.patch.object(bootstrap, "enable_env_approvals", lambda kernel: False)
+    return mock.patch.object(bootstrap, "enable_env_approvals", return_value=False)
