@@ -286,6 +286,12 @@ class GroundingStore:
                 self._bytes -= old.cost
             self._bound(trace_id)
 
+    def record_trusted_many(self, trace_id: str, items: list[tuple[str, str]]) -> None:
+        """:meth:`record_trusted` for each ``(origin, text)`` in order (a proxied turn's
+        user and system words); a shared store records them in one round trip."""
+        for origin, text in items:
+            self.record_trusted(trace_id, text, origin)
+
     def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
         """Keep untrusted content (cut to the bound) only to name it in a refusal."""
         text = text[: self.untrusted_bytes]

@@ -11,6 +11,9 @@ it does in one process:
   one budget and concurrent calls cannot overspend.
 * :class:`RedisHeldStore` (a :class:`~fak_core.admission.HeldStore`): the held payload,
   its id and its stub are written by one script before the kernel returns the stub.
+* :class:`RedisGroundingStore` (a :class:`~fak_core.grounding.GroundingStore`): each
+  session's trusted context and untrusted content (policy v2), recorded by one script
+  each and bounded in bytes as in one process; a replica grounds on what any recorded.
 
 Every operation that cannot reach Redis (or finds the epoch gone) raises
 :class:`~fak_core.redis_state.StateUnavailable`: a refusal, never a local fallback.
@@ -23,6 +26,16 @@ import hashlib
 from collections.abc import Callable
 
 from fak_core.admission import DEFAULT_HELD_BYTES, DEFAULT_HELD_LIMIT, HeldStore
+from fak_core.grounding import (
+    _OVERHEAD,
+    DEFAULT_GROUNDING_BYTES,
+    DEFAULT_TRUSTED_BYTES,
+    DEFAULT_UNTRUSTED_BYTES,
+    MAX_VALUE_CHARS,
+    GroundingStore,
+    _scan,
+    canonical_value,
+)
 from fak_core.ratelimit import BY, RateLimit, RateLimiter
 from fak_core.reasons import Reason
 from fak_core.redis_state import RedisState, StateUnavailable
@@ -30,7 +43,7 @@ from fak_core.taint import Taint
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
-__all__ = ["RedisHeldStore", "RedisLedger", "RedisRateLimiter"]
+__all__ = ["RedisGroundingStore", "RedisHeldStore", "RedisLedger", "RedisRateLimiter"]
 
 _OK = Verdict.defer(BY)
 #: No stub the kernel issues is longer (a quarantine or page stub is about 150 characters).
@@ -268,6 +281,274 @@ class RedisHeldStore(HeldStore):
 
     def stats(self) -> dict[str, int]:
         return {"held_limit": self.limit}
+
+    def __len__(self) -> int:
+        return 0
+
+
+# Destination grounding (policy v2) in Redis. Per session <t>: ``fak:g:<t>`` (a hash:
+# base, tc, uc, n: the session's own bytes, the trusted and untrusted bytes, the chunk
+# counter), ``fak:gt:<t>`` and ``fak:gu:<t>`` (the trusted and untrusted chunk ids, oldest
+# first), ``fak:gc:<t>`` (each chunk: its words, its specials, its cost, its digest or
+# origin), ``fak:gd:<t>`` (the trusted texts' digests: a text seen is skipped) and
+# ``fak:gp:<t>`` (how many trusted chunks hold each canonical special "kind:canon").
+# Across sessions: ``fak:gbytes`` (the bytes held), ``fak:glru`` (sessions by last use),
+# ``fak:gseq`` and ``fak:gevicted``. The keys are in this order after the epoch key.
+_G_COMMON = r"""
+local function gkeys(t)
+  return {'fak:g:'..t, 'fak:gt:'..t, 'fak:gu:'..t, 'fak:gc:'..t, 'fak:gd:'..t, 'fak:gp:'..t}
+end
+local function touch(t, base)
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('HSET', KEYS[2], 'base', base, 'tc', 0, 'uc', 0, 'n', 0)
+    redis.call('INCRBY', KEYS[8], base)
+  end
+  redis.call('ZADD', KEYS[9], redis.call('INCR', KEYS[10]), t)
+end
+local function drop(t)
+  local k = gkeys(t)
+  local c = redis.call('HMGET', k[1], 'base', 'tc', 'uc')
+  local total = tonumber(c[1] or '0') + tonumber(c[2] or '0') + tonumber(c[3] or '0')
+  redis.call('DEL', k[1], k[2], k[3], k[4], k[5], k[6])
+  redis.call('DECRBY', KEYS[8], total)
+  redis.call('ZREM', KEYS[9], t)
+end
+local function bound(t, max)
+  while tonumber(redis.call('GET', KEYS[8]) or '0') > max and redis.call('ZCARD', KEYS[9]) > 1 do
+    local old = redis.call('ZRANGE', KEYS[9], 0, 0)[1]
+    if old == t then break end
+    drop(old)
+    redis.call('INCR', KEYS[11])
+  end
+end
+"""
+_G_SEEN = r"""
+local out = {}
+for i = 3, #ARGV do out[#out + 1] = redis.call('HEXISTS', KEYS[6], ARGV[i]) end
+redis.call('ZADD', KEYS[9], 'XX', redis.call('INCR', KEYS[10]), ARGV[2])
+return out
+"""
+_G_TRUSTED = r"""
+local t = ARGV[2]
+touch(t, tonumber(ARGV[3]))
+local limit = tonumber(ARGV[4])
+local tc = tonumber(redis.call('HGET', KEYS[2], 'tc'))
+for i = 6, #ARGV, 4 do
+  local digest = ARGV[i]
+  if redis.call('HEXISTS', KEYS[6], digest) == 0 then
+    local id = tostring(redis.call('HINCRBY', KEYS[2], 'n', 1))
+    local cost = tonumber(ARGV[i + 3])
+    redis.call('HSET', KEYS[5], id, ARGV[i + 1], id..':s', ARGV[i + 2], id..':c', cost,
+      id..':d', digest)
+    redis.call('HSET', KEYS[6], digest, id)
+    redis.call('RPUSH', KEYS[3], id)
+    for s in string.gmatch(ARGV[i + 2], '[^\n]+') do redis.call('HINCRBY', KEYS[7], s, 1) end
+    tc = tc + cost
+    redis.call('INCRBY', KEYS[8], cost)
+    while tc > limit do
+      local old = redis.call('LPOP', KEYS[3])
+      if not old then break end
+      local f = redis.call('HMGET', KEYS[5], old..':s', old..':c', old..':d')
+      for s in string.gmatch(f[1], '[^\n]+') do
+        if redis.call('HINCRBY', KEYS[7], s, -1) <= 0 then redis.call('HDEL', KEYS[7], s) end
+      end
+      redis.call('HDEL', KEYS[6], f[3])
+      redis.call('HDEL', KEYS[5], old, old..':s', old..':c', old..':d')
+      tc = tc - tonumber(f[2])
+      redis.call('DECRBY', KEYS[8], tonumber(f[2]))
+    end
+  end
+end
+redis.call('HSET', KEYS[2], 'tc', tc)
+bound(t, tonumber(ARGV[5]))
+return 1
+"""
+_G_UNTRUSTED = r"""
+local t = ARGV[2]
+touch(t, tonumber(ARGV[3]))
+local limit = tonumber(ARGV[4])
+local uc = tonumber(redis.call('HGET', KEYS[2], 'uc'))
+local id = 'u'..redis.call('HINCRBY', KEYS[2], 'n', 1)
+local cost = tonumber(ARGV[9])
+redis.call('HSET', KEYS[5], id, ARGV[7], id..':s', ARGV[8], id..':o', ARGV[6], id..':c', cost)
+redis.call('RPUSH', KEYS[4], id)
+uc = uc + cost
+redis.call('INCRBY', KEYS[8], cost)
+while uc > limit do
+  local old = redis.call('LPOP', KEYS[4])
+  if not old then break end
+  local c = tonumber(redis.call('HGET', KEYS[5], old..':c'))
+  redis.call('HDEL', KEYS[5], old, old..':s', old..':o', old..':c')
+  uc = uc - c
+  redis.call('DECRBY', KEYS[8], c)
+end
+redis.call('HSET', KEYS[2], 'uc', uc)
+bound(t, tonumber(ARGV[5]))
+return 1
+"""
+_G_RESET = r"""
+if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
+return 1
+"""
+# 'k': one canonical special; 'w': every word indexed, then the trusted words for the
+# caller's word-sequence search (a substring search of a many-word needle is not linear
+# in Lua's plain find, so it runs in Python, which searches in linear time).
+_G_GROUNDED = r"""
+if ARGV[2] == 'k' then return {redis.call('HEXISTS', KEYS[7], ARGV[3])} end
+for i = 3, #ARGV do
+  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {0} end
+end
+local out = {1}
+for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  out[#out + 1] = redis.call('HGET', KEYS[5], id)
+end
+return out
+"""
+# The needles of 'k' (framed by newlines) and 'w1' (one word framed by spaces) hold their
+# frame only at their ends, and no special or word holds it: a plain find is linear.
+_G_ORIGIN = r"""
+local mode, needle = ARGV[2], ARGV[3]
+local out = {}
+for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+  local f = redis.call('HMGET', KEYS[5], id, id..':s', id..':o')
+  if mode == 'w' then
+    out[#out + 1] = f[3]
+    out[#out + 1] = f[1]
+  elseif string.find(mode == 'k' and f[2] or f[1], needle, 1, true) then
+    return {f[3]}
+  end
+end
+return out
+"""
+
+
+def _framed(specials: frozenset[tuple[str, str]], words: bool) -> str:
+    """The specials as ``\\nkind:canon\\n...``: no canonical form holds a newline (a word
+    is split at white space; the URL parser drops newlines; an address or IBAN has
+    none), and one that did would be dropped: it would ground nothing (fail-closed)."""
+    items = sorted(f"{k}:{c}" for k, c in specials if (words or k != "word") and "\n" not in c)
+    return "\n" + "\n".join(items) + "\n"
+
+
+class RedisGroundingStore(GroundingStore):
+    """:class:`~fak_core.grounding.GroundingStore` in Redis: every replica grounds on the
+    same trusted context and names the same untrusted origins.
+
+    Each record is one script (atomic). The bounds are the in-memory store's, in bytes,
+    and so is what they forget: the oldest texts of a session past ``trusted_bytes`` or
+    ``untrusted_bytes``, the least recently recorded session past ``max_bytes``. Forgotten
+    trusted context grounds nothing (a refusal); forgotten untrusted content only stops a
+    refusal from naming where a value came from (the verdict reads trusted context only).
+    A check is one round trip: an index lookup for an address, host, IBAN or word; a
+    word sequence fetches the trusted words (at most ``trusted_bytes``) when every word
+    is indexed and searches them here."""
+
+    #: Not the in-memory store's promise: every operation is a round trip to Redis.
+    __fak_nonblocking__ = False
+
+    def __init__(
+        self,
+        state: RedisState,
+        trusted_bytes: int = DEFAULT_TRUSTED_BYTES,
+        untrusted_bytes: int = DEFAULT_UNTRUSTED_BYTES,
+        max_bytes: int = DEFAULT_GROUNDING_BYTES,
+    ) -> None:
+        super().__init__(trusted_bytes, untrusted_bytes, max_bytes)
+        self.state = state
+        self._seen = state.script(_G_SEEN)
+        self._trusted = state.script(_G_COMMON + _G_TRUSTED)
+        self._untrusted = state.script(_G_COMMON + _G_UNTRUSTED)
+        self._reset = state.script(_G_COMMON + _G_RESET)
+        self._grounded = state.script(_G_GROUNDED)
+        self._origin = state.script(_G_ORIGIN)
+
+    @staticmethod
+    def _keys(trace_id: str) -> list[str]:
+        session = [f"fak:g{kind}:{trace_id}" for kind in ("", "t", "u", "c", "d", "p")]
+        return [*session, "fak:gbytes", "fak:glru", "fak:gseq", "fak:gevicted"]
+
+    def _head(self, trace_id: str) -> list[object]:
+        return [trace_id, _OVERHEAD + len(trace_id)]
+
+    def record_trusted(self, trace_id: str, text: str, origin: str = "user") -> None:
+        self.record_trusted_many(trace_id, [(origin, text)])
+
+    def record_trusted_many(self, trace_id: str, items: list[tuple[str, str]]) -> None:
+        """Record each new text in one script; with several, first ask which are new (a
+        proxy sends the whole conversation every turn), so only new texts are scanned."""
+        keys = self._keys(trace_id)
+        chunks: dict[str, str] = {}
+        for origin, raw in items:
+            text = raw[: self.trusted_bytes // 4]
+            data = f"{origin}\0{text}".encode("utf-8", "surrogatepass")
+            chunks.setdefault(hashlib.blake2b(data, digest_size=16).hexdigest(), text)
+        if not chunks:
+            return
+        if len(chunks) > 1:
+            known = self.state.run(self._seen, keys, [trace_id, *chunks])
+            for digest, seen in zip(list(chunks), known, strict=True):
+                if int(seen):
+                    del chunks[digest]
+        args: list[object] = []
+        for digest, text in chunks.items():
+            words, specials = _scan(text)
+            cost = len(words.encode("utf-8", "surrogatepass"))
+            cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+            args += [digest, words, _framed(specials, True), cost]
+        if args:
+            limits = [self.trusted_bytes, self.max_bytes]
+            self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
+
+    def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
+        """Keep the untrusted text's words and specials (cut to the bound first, as the
+        in-memory store cuts the text), only to name it in a refusal."""
+        words, specials = _scan(text[: self.untrusted_bytes])
+        framed = _framed(specials, False)
+        cost = sum(len(s.encode("utf-8", "surrogatepass")) for s in (words, framed, origin))
+        args = [origin, words, framed, cost + _OVERHEAD]
+        limits = [self.untrusted_bytes, self.max_bytes]
+        self.state.run(
+            self._untrusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args]
+        )
+
+    def reset(self, trace_id: str) -> None:
+        self.state.run(self._reset, self._keys(trace_id), [trace_id])
+
+    def grounded(self, trace_id: str, value: str) -> bool:
+        if len(value) > MAX_VALUE_CHARS:
+            return False
+        kind, canon = canonical_value(value)
+        if not canon or "\n" in canon:
+            return False
+        keys = self._keys(trace_id)
+        if kind != "text" or " " not in canon:
+            key = f"{kind}:{canon}" if kind != "text" else f"word:{canon}"
+            return bool(int(self.state.run(self._grounded, keys, ["k", key])[0]))
+        words = list(dict.fromkeys(canon.split(" ")))
+        out = self.state.run(self._grounded, keys, ["w", *words])
+        needle = f" {canon} ".encode("utf-8", "surrogatepass")
+        return bool(int(out[0])) and any(needle in text for text in out[1:])
+
+    def origin_of(self, trace_id: str, value: str) -> str | None:
+        if len(value) > MAX_VALUE_CHARS:
+            return None
+        kind, canon = canonical_value(value)
+        if not canon or "\n" in canon:
+            return None
+        if kind != "text":
+            mode, needle = "k", f"\n{kind}:{canon}\n"
+        else:
+            mode, needle = ("w", "") if " " in canon else ("w1", f" {canon} ")
+        out = self.state.run(self._origin, self._keys(trace_id), [mode, needle])
+        if mode == "w":
+            want = f" {canon} ".encode("utf-8", "surrogatepass")
+            found = [o for o, words in zip(out[::2], out[1::2], strict=True) if want in words]
+            out = found[:1]
+        return out[0].decode("utf-8", "surrogatepass") if out else None
+
+    def stats(self) -> dict[str, int]:
+        """Counters for ``/healthz``: the context is shared (no round trip to count it)."""
+        return {"grounding_shared": 1, "grounding_bytes_limit": self.max_bytes}
 
     def __len__(self) -> int:
         return 0
