@@ -261,7 +261,8 @@ class GroundingStore:
                     self._sessions.move_to_end(trace_id)
             return
         words, specials = _scan(text)
-        cost = len(words.encode("utf-8")) + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+        cost = len(words.encode("utf-8", "surrogatepass"))
+        cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
         with self._lock:
             s = self._session(trace_id)
             if digest in s.seen:
