@@ -181,6 +181,13 @@ def outcome(
         ("B", ("grounded", "bob@corp.example")),
     ]
 )
+@example(  # the user's words may hold a lone surrogate (JSON allows "\ud800"): kept
+    steps=[
+        ("A", ("context", "send it to Dana Reyes \ud800 or carol@example.net")),
+        ("B", ("admit", RESULTS[0])),
+        ("B", ("grounded", "carol@example.net")),
+    ]
+)
 def test_two_replicas_answer_as_one_kernel(redis_server: RedisServer, steps: list[Any]) -> None:
     # built in the example, so that a mutant's patch reaches everything they bind
     replicas = {"A": replica(redis_server.url), "B": replica(redis_server.url)}
