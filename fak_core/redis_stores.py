@@ -33,6 +33,7 @@ from fak_core.grounding import (
     DEFAULT_UNTRUSTED_BYTES,
     MAX_VALUE_CHARS,
     GroundingStore,
+    _digest,
     _scan,
     canonical_value,
 )
@@ -480,8 +481,7 @@ class RedisGroundingStore(GroundingStore):
         chunks: dict[str, str] = {}
         for origin, raw in items:
             text = raw[: self.trusted_bytes // 4]
-            data = f"{origin}\0{text}".encode("utf-8", "surrogatepass")
-            chunks.setdefault(hashlib.blake2b(data, digest_size=16).hexdigest(), text)
+            chunks.setdefault(_digest(origin, text).hex(), text)
         if not chunks:
             return
         if len(chunks) > 1:
@@ -489,12 +489,24 @@ class RedisGroundingStore(GroundingStore):
             for digest, seen in zip(list(chunks), known, strict=True):
                 if int(seen):
                     del chunks[digest]
-        args: list[object] = []
-        for digest, text in chunks.items():
+        # Newest first, only as far back as the session's bound reaches: the script keeps
+        # the longest suffix of the texts that fits, so an older one would be recorded
+        # only to be forgotten in the same script. The first that does not fit is sent
+        # (it pushes out everything older, as it would in one process), and a text that
+        # alone is over the bound is sent without its words: it is forgotten at once.
+        picked: list[list[object]] = []
+        total = 0
+        for digest, text in reversed(chunks.items()):
             words, specials = _scan(text)
             cost = len(words.encode("utf-8", "surrogatepass"))
             cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
-            args += [digest, words, _framed(specials, True), cost]
+            if cost > self.trusted_bytes:
+                words, specials = "", frozenset()
+            picked.append([digest, words, _framed(specials, True), cost])
+            total += cost
+            if total > self.trusted_bytes:
+                break
+        args = [arg for chunk in reversed(picked) for arg in chunk]
         if args:
             limits = [self.trusted_bytes, self.max_bytes]
             self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
@@ -505,6 +517,8 @@ class RedisGroundingStore(GroundingStore):
         words, specials = _scan(text[: self.untrusted_bytes])
         framed = _framed(specials, False)
         cost = sum(len(s.encode("utf-8", "surrogatepass")) for s in (words, framed, origin))
+        if cost + _OVERHEAD > self.untrusted_bytes:  # forgotten at once: not sent
+            words, framed = "", "\n"
         args = [origin, words, framed, cost + _OVERHEAD]
         limits = [self.untrusted_bytes, self.max_bytes]
         self.state.run(

@@ -146,6 +146,36 @@ def test_past_its_bounds_the_shared_store_forgets_what_the_memory_store_forgets(
     assert int(state.client.get("fak:gevicted") or 0) == memory.evicted
 
 
+long_text = st.builds(
+    lambda words, n: " ".join(words) * n,
+    st.lists(st.sampled_from(DESTS + FILLER), min_size=1, max_size=6),
+    st.integers(1, 40),
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(turns=st.lists(st.lists(st.one_of(sentence, long_text), max_size=12), max_size=4))
+def test_a_turn_past_the_session_bound_keeps_what_one_process_keeps(
+    redis_server: RedisServer, turns: list[list[str]]
+) -> None:
+    """A proxied turn records its texts in one script, sending only the newest that the
+    session's bound can hold: the session keeps exactly what one process keeps, texts that
+    alone are over the bound included (they push everything older out)."""
+    bounds = {"trusted_bytes": 1600}
+    shared = RedisGroundingStore(_state(redis_server.url), **bounds)
+    memory = GroundingStore(**bounds)
+    trace = _trace()
+    for turn in turns:
+        items = [("user", t) for t in turn]
+        shared.record_trusted_many(trace, items)
+        memory.record_trusted_many(trace, items)
+        assert _answers(shared, [trace]) == _answers(memory, [trace])
+    memory_cost = memory.stats()["grounding_bytes"]
+    assert int(shared.state.client.hget(f"fak:g:{trace}", "tc") or 0) + (
+        96 + len(trace) if memory_cost else 0
+    ) == memory_cost
+
+
 def _kernel(state: RedisState, **bounds: int) -> Kernel:
     options = shared_kernel_options(state)
     if bounds:
