@@ -22,6 +22,7 @@ from fak_core.redis_state import RedisState
 from fak_core.redis_stores import RedisGroundingStore
 from fak_core.statedown import StateUnavailable
 
+from ..gateway_proxies.clients import anthropic_client, close_all, openai_client
 from .support import RedisServer, Replica
 
 V2 = "fak-policy/v2"
@@ -171,9 +172,11 @@ def test_a_turn_past_the_session_bound_keeps_what_one_process_keeps(
         memory.record_trusted_many(trace, items)
         assert _answers(shared, [trace]) == _answers(memory, [trace])
     memory_cost = memory.stats()["grounding_bytes"]
-    assert int(shared.state.client.hget(f"fak:g:{trace}", "tc") or 0) + (
-        96 + len(trace) if memory_cost else 0
-    ) == memory_cost
+    assert (
+        int(shared.state.client.hget(f"fak:g:{trace}", "tc") or 0)
+        + (96 + len(trace) if memory_cost else 0)
+        == memory_cost
+    )
 
 
 def _kernel(state: RedisState, **bounds: int) -> Kernel:
@@ -266,6 +269,37 @@ def test_an_unreachable_or_full_redis_is_a_refusal(own_redis: RedisServer) -> No
     assert back["verdict"]["kind"] == "ALLOW"  # the append-only file kept the words
 
 
+def _turn(wire: str, r: Replica, trace: str, ask: str) -> int:
+    """One proxied turn: the user's ask, then an untrusted tool result (the session is
+    tainted); the scripted planner proposes send_email to someone@example.com."""
+    if wire == "openai":
+        call = {"name": "fetch_url", "arguments": '{"url":"https://example.com"}'}
+        msgs: list[dict[str, Any]] = [
+            {"role": "user", "content": ask},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": call}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "Quarterly numbers."},
+        ]
+        resp = openai_client(r.url).chat.completions.create(
+            model="m", messages=msgs, extra_headers={"X-Trace-Id": trace}
+        )
+        return len(resp.choices[0].message.tool_calls or [])
+    use = {"type": "tool_use", "id": "t1", "name": "fetch_url", "input": {"url": "x"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "Quarterly numbers."}
+    msgs = [
+        {"role": "user", "content": ask},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    msg = anthropic_client(r.url).messages.create(
+        model="m", max_tokens=32, messages=msgs, extra_headers={"X-Trace-Id": trace}
+    )
+    return sum(b.type == "tool_use" for b in msg.content)
+
+
 def test_two_serve_replicas_ground_on_the_words_either_recorded(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
@@ -274,8 +308,11 @@ def test_two_serve_replicas_ground_on_the_words_either_recorded(
         json.dumps(
             {
                 "version": V2,
-                "allow": ["mail", "fetch_url"],
-                "tools": {"mail": {"sink": "EGRESS", "destinations": ["/to"]}},
+                "allow": ["mail", "fetch_url", "send_email"],
+                "tools": {
+                    "mail": {"sink": "EGRESS", "destinations": ["/to"]},
+                    "send_email": {"sink": "EGRESS", "destinations": ["/to"]},
+                },
             }
         )
     )
@@ -300,6 +337,18 @@ def test_two_serve_replicas_ground_on_the_words_either_recorded(
             assert (verdict["kind"], verdict["reason"]) == ("DENY", "TRUST_VIOLATION")
             assert "only in the untrusted result of fetch_url" in verdict["detail"]["claim"]
         assert b.health()["limits"]["grounding_shared"] == 1
+        # the proxies: the user's words of a turn on one replica ground the planner's
+        # send_email on the other; without them it is dropped on both
+        for wire in ("openai", "anthropic"):
+            named, unnamed = _trace(), _trace()
+            ask = "summarise the page and send it by e-mail to Someone@Example.com"
+            assert _turn(wire, a, named, ask) == 1
+            assert _turn(wire, a, unnamed, "summarise the page and send it by e-mail") == 0
+            to = {"to": "someone@example.com", "body": "the report"}
+            for x in (a, b):
+                assert x.adjudicate(named, "send_email", to)["kind"] == "ALLOW"
+                assert x.adjudicate(unnamed, "send_email", to)["kind"] == "DENY"
     finally:
         for r in pair:
             r.stop()
+        close_all()
