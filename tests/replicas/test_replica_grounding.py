@@ -82,6 +82,10 @@ ops = st.lists(
 )
 
 
+# where untrusted content came from: a tool's name, which a client may spell as it likes
+ORIGINS = ("fetch_url", "read_\udcffinbox", "search\u00e9")
+
+
 def _apply(store: GroundingStore, traces: list[str], op: tuple[str, int, list[str]]) -> None:
     action, which, texts = op
     trace = traces[which]
@@ -91,7 +95,7 @@ def _apply(store: GroundingStore, traces: list[str], op: tuple[str, int, list[st
         else:
             store.record_trusted_many(trace, [("user", t) for t in texts])
     elif action == "untrusted":
-        store.record_untrusted(trace, texts[0], "fetch_url")
+        store.record_untrusted(trace, texts[0], ORIGINS[len(texts[0]) % len(ORIGINS)])
     else:
         store.reset(trace)
 
@@ -100,6 +104,7 @@ def _answers(store: GroundingStore, traces: list[str]) -> list[Any]:
     return [(store.grounded(t, v), store.origin_of(t, v)) for t in traces for v in DESTS]
 
 
+@pytest.mark.fak_theorem("C4.7")
 @settings(max_examples=30, deadline=None)
 @given(script=ops)
 def test_the_shared_store_answers_as_the_memory_store(
@@ -119,6 +124,7 @@ def test_the_shared_store_answers_as_the_memory_store(
 
 
 # one redis-server for the examples: each starts from no grounding keys (_forget_grounding)
+@pytest.mark.fak_theorem("C4.7")
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -154,6 +160,7 @@ long_text = st.builds(
 )
 
 
+@pytest.mark.fak_theorem("C4.7")
 @settings(max_examples=30, deadline=None)
 @given(turns=st.lists(st.lists(st.one_of(sentence, long_text), max_size=12), max_size=4))
 def test_a_turn_past_the_session_bound_keeps_what_one_process_keeps(
@@ -177,6 +184,26 @@ def test_a_turn_past_the_session_bound_keeps_what_one_process_keeps(
         + (96 + len(trace) if memory_cost else 0)
         == memory_cost
     )
+
+
+@pytest.mark.fak_theorem("C4.7")
+def test_a_value_at_the_length_bound_is_checked_as_in_one_process(
+    redis_server: RedisServer,
+) -> None:
+    """A destination of 2048 characters is checked (grounded when the user wrote it, and
+    its untrusted origin named); one of 2049 is never grounded, in both stores."""
+    shared, memory = RedisGroundingStore(_state(redis_server.url)), GroundingStore()
+    trace = _trace()
+    name = ("dana reyes " * 200)[:2047] + "s"
+    assert len(name) == 2048
+    for store in (shared, memory):
+        store.record_trusted(trace, f"pay {name} today")
+        store.record_untrusted(trace, f"or {name}s and {name} x", "fetch_url")
+    for value in (name, name + "s", name[:-1] + " s", "x" + name):
+        assert shared.grounded(trace, value) == memory.grounded(trace, value)
+        assert shared.origin_of(trace, value) == memory.origin_of(trace, value)
+    assert shared.grounded(trace, name) and shared.origin_of(trace, name) == "fetch_url"
+    assert shared.origin_of(trace, name[:-1] + " s") is None
 
 
 def _kernel(state: RedisState, **bounds: int) -> Kernel:
