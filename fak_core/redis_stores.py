@@ -391,33 +391,42 @@ _G_RESET = r"""
 if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
 return 1
 """
-# 'k': one canonical special; 'w': every word indexed, then the trusted words for the
-# caller's word-sequence search (a substring search of a many-word needle is not linear
-# in Lua's plain find, so it runs in Python, which searches in linear time).
-_G_GROUNDED = r"""
-if ARGV[2] == 'k' then return {redis.call('HEXISTS', KEYS[7], ARGV[3])} end
-for i = 3, #ARGV do
-  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {0} end
+# A canonical special (or one word) of the session's trusted context: one index lookup.
+_G_INDEXED = r"""
+return redis.call('HEXISTS', KEYS[7], ARGV[2])
+"""
+# A word sequence: when every word is indexed, the session's trusted words, which the
+# caller searches (a plain find of a needle with inner spaces is not linear in Lua, so
+# the search runs in Python, whose substring search is); none when a word is missing.
+_G_TRUSTED_WORDS = r"""
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {} end
 end
-local out = {1}
+local out = {}
 for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   out[#out + 1] = redis.call('HGET', KEYS[5], id)
 end
 return out
 """
-# The needles of 'k' (framed by newlines) and 'w1' (one word framed by spaces) hold their
-# frame only at their ends, and no special or word holds it: a plain find is linear.
+# The origin of the oldest untrusted text whose field (ARGV[2]: ':s' its specials, '' its
+# words) holds the needle. A needle framed by newlines (a special) or by spaces (one
+# word) holds its frame only at its ends and no item holds it: a plain find is linear.
 _G_ORIGIN = r"""
-local mode, needle = ARGV[2], ARGV[3]
+for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+  if string.find(redis.call('HGET', KEYS[5], id..ARGV[2]), ARGV[3], 1, true) then
+    return redis.call('HGET', KEYS[5], id..':o')
+  end
+end
+return false
+"""
+# Every untrusted text's origin and words, oldest first (a word sequence is searched by
+# the caller, as above).
+_G_UNTRUSTED_WORDS = r"""
 local out = {}
 for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
-  local f = redis.call('HMGET', KEYS[5], id, id..':s', id..':o')
-  if mode == 'w' then
-    out[#out + 1] = f[3]
-    out[#out + 1] = f[1]
-  elseif string.find(mode == 'k' and f[2] or f[1], needle, 1, true) then
-    return {f[3]}
-  end
+  local f = redis.call('HMGET', KEYS[5], id..':o', id)
+  out[#out + 1] = f[1]
+  out[#out + 1] = f[2]
 end
 return out
 """
@@ -460,8 +469,10 @@ class RedisGroundingStore(GroundingStore):
         self._trusted = state.script(_G_COMMON + _G_TRUSTED)
         self._untrusted = state.script(_G_COMMON + _G_UNTRUSTED)
         self._reset = state.script(_G_COMMON + _G_RESET)
-        self._grounded = state.script(_G_GROUNDED)
+        self._indexed = state.script(_G_INDEXED)
+        self._trusted_words = state.script(_G_TRUSTED_WORDS)
         self._origin = state.script(_G_ORIGIN)
+        self._untrusted_words = state.script(_G_UNTRUSTED_WORDS)
 
     @staticmethod
     def _keys(trace_id: str) -> list[str]:
@@ -532,33 +543,37 @@ class RedisGroundingStore(GroundingStore):
         if len(value) > MAX_VALUE_CHARS:
             return False
         kind, canon = canonical_value(value)
-        if not canon or "\n" in canon:
+        if not canon:
             return False
+        # A canon never holds a newline; a special that did is not indexed (:func:`_framed`)
+        # and a word that did is not a word: either way, not grounded.
         keys = self._keys(trace_id)
         if kind != "text" or " " not in canon:
             key = f"{kind}:{canon}" if kind != "text" else f"word:{canon}"
-            return bool(int(self.state.run(self._grounded, keys, ["k", key])[0]))
+            return bool(self.state.run(self._indexed, keys, [key]))
         words = list(dict.fromkeys(canon.split(" ")))
-        out = self.state.run(self._grounded, keys, ["w", *words])
+        texts = self.state.run(self._trusted_words, keys, words)
         needle = f" {canon} ".encode("utf-8", "surrogatepass")
-        return bool(int(out[0])) and any(needle in text for text in out[1:])
+        return any(needle in text for text in texts)
 
     def origin_of(self, trace_id: str, value: str) -> str | None:
         if len(value) > MAX_VALUE_CHARS:
             return None
         kind, canon = canonical_value(value)
-        if not canon or "\n" in canon:
+        if not canon:
             return None
-        if kind != "text":
-            mode, needle = "k", f"\n{kind}:{canon}\n"
+        keys = self._keys(trace_id)
+        found: bytes | None
+        if kind == "text" and " " in canon:
+            out = self.state.run(self._untrusted_words, keys, [])
+            needle = f" {canon} ".encode("utf-8", "surrogatepass")
+            pairs = zip(out[::2], out[1::2], strict=True)
+            found = next((origin for origin, words in pairs if needle in words), None)
+        elif kind == "text":
+            found = self.state.run(self._origin, keys, ["", f" {canon} "])
         else:
-            mode, needle = ("w", "") if " " in canon else ("w1", f" {canon} ")
-        out = self.state.run(self._origin, self._keys(trace_id), [mode, needle])
-        if mode == "w":
-            want = f" {canon} ".encode("utf-8", "surrogatepass")
-            found = [o for o, words in zip(out[::2], out[1::2], strict=True) if want in words]
-            out = found[:1]
-        return out[0].decode("utf-8", "surrogatepass") if out else None
+            found = self.state.run(self._origin, keys, [":s", f"\n{kind}:{canon}\n"])
+        return None if found is None else found.decode("utf-8", "surrogatepass")
 
     def stats(self) -> dict[str, int]:
         """Counters for ``/healthz``: the context is shared (no round trip to count it)."""

@@ -41,7 +41,10 @@ DESTS = (
     "eve@evil.example",
     "www.example.org/pay",
     "Dana",
+    "Dana R\udc00yes",
 )
+# also checked, never grounded: no words, punctuation only, a URL whose readings disagree
+CHECKED = (*DESTS, "", "...", "http://a.example\\@b.example/")
 FILLER = ("please", "send", "it", "to", "and", "then", "the", "report")
 _CLOSE: list[RedisState] = []
 
@@ -101,7 +104,7 @@ def _apply(store: GroundingStore, traces: list[str], op: tuple[str, int, list[st
 
 
 def _answers(store: GroundingStore, traces: list[str]) -> list[Any]:
-    return [(store.grounded(t, v), store.origin_of(t, v)) for t in traces for v in DESTS]
+    return [(store.grounded(t, v), store.origin_of(t, v)) for t in traces for v in CHECKED]
 
 
 @pytest.mark.fak_theorem("C4.7")
@@ -204,6 +207,34 @@ def test_a_value_at_the_length_bound_is_checked_as_in_one_process(
         assert shared.origin_of(trace, value) == memory.origin_of(trace, value)
     assert shared.grounded(trace, name) and shared.origin_of(trace, name) == "fetch_url"
     assert shared.origin_of(trace, name[:-1] + " s") is None
+
+
+def _cost(text: str) -> int:
+    """What the in-memory store counts for one trusted text (its only oracle here)."""
+    memory = GroundingStore()
+    memory.record_trusted("t", text)
+    return memory.stats()["grounding_bytes"] - (96 + 1)
+
+
+@pytest.mark.fak_theorem("C4.7")
+def test_a_text_exactly_at_the_session_bound_is_kept_as_in_one_process(
+    redis_server: RedisServer,
+) -> None:
+    """A text whose counted bytes equal the session's bound fits (the bound is not
+    exceeded) in both stores; one byte more and both forget it at once."""
+    words = [f"w{n}" for n in range(40)]
+    text = " ".join(words)
+    bound = _cost(text)
+    assert len(text) <= bound // 4  # not cut: the whole text is read
+    for trusted_bytes, kept in ((bound, True), (bound - 1, False)):
+        shared = RedisGroundingStore(_state(redis_server.url), trusted_bytes=trusted_bytes)
+        memory = GroundingStore(trusted_bytes=trusted_bytes)
+        trace = _trace()
+        for store in (shared, memory):
+            store.record_trusted(trace, "an older text naming Dana Reyes")
+            store.record_trusted(trace, text)
+            assert store.grounded(trace, "w39") is kept
+            assert store.grounded(trace, "Dana Reyes") is False
 
 
 def _kernel(state: RedisState, **bounds: int) -> Kernel:
