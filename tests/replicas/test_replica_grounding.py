@@ -209,6 +209,26 @@ def test_a_value_at_the_length_bound_is_checked_as_in_one_process(
     assert shared.origin_of(trace, name[:-1] + " s") is None
 
 
+@pytest.mark.fak_theorem("C4.7")
+def test_a_refusal_names_the_origin_of_each_kind_as_in_one_process(
+    redis_server: RedisServer,
+) -> None:
+    """An address, a URL and an IBAN are found in untrusted text by their canonical form
+    (not as the words written there), a word and a name by their words."""
+    shared, memory = RedisGroundingStore(_state(redis_server.url)), GroundingStore()
+    trace = _trace()
+    page = "pay GB29 NWBK 6016 1331 9268 19, https://WWW.Example.org/pay/ or Bob@Corp.EXAMPLE."
+    values = ("GB29NWBK60161331926819", "www.example.org/pay", "bob@corp.example", "Pay GB29")
+    for store in (shared, memory):
+        store.record_untrusted(trace, "an older page by Dana Reyes", "read_file")
+        store.record_untrusted(trace, page, "fetch_url")
+        for value in values:
+            assert store.origin_of(trace, value) == "fetch_url", value
+        assert store.origin_of(trace, "dana") == "read_file"
+        assert store.origin_of(trace, "DANA REYES") == "read_file"
+        assert store.origin_of(trace, "reyes dana") is None
+
+
 def _cost(text: str) -> int:
     """What the in-memory store counts for one trusted text (its only oracle here)."""
     memory = GroundingStore()
