@@ -76,6 +76,12 @@ _IBAN = re.compile(r"^[a-z]{2}[0-9]{2}[a-z0-9]{11,30}+$")
 _RUN_ON = re.compile(r"(?<!\S)([^\s.]++(?:\.[^\s.]++)*?\.[a-z]{2,63}+)\.[A-Z][a-z]++")
 
 
+def _digest(origin: str, text: str) -> bytes:
+    """Which trusted text this is (a session records each text once)."""
+    data = f"{origin}\0{text}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
 def _words(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKC", text).casefold()
     out = []
@@ -251,9 +257,7 @@ class GroundingStore:
         the session already holds (a proxy sees the whole history every turn) is skipped."""
         # a text, its words and their index must fit the bound together: a quarter of it
         text = text[: self.trusted_bytes // 4]
-        digest = hashlib.blake2b(
-            f"{origin}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16
-        ).digest()
+        digest = _digest(origin, text)
         known = self._sessions.get(trace_id)
         if known is not None and digest in known.seen:
             with self._lock:
@@ -261,7 +265,8 @@ class GroundingStore:
                     self._sessions.move_to_end(trace_id)
             return
         words, specials = _scan(text)
-        cost = len(words.encode("utf-8")) + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+        cost = len(words.encode("utf-8", "surrogatepass"))
+        cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
         with self._lock:
             s = self._session(trace_id)
             if digest in s.seen:
@@ -285,6 +290,25 @@ class GroundingStore:
                 s.trusted_cost -= old.cost
                 self._bytes -= old.cost
             self._bound(trace_id)
+
+    def record_trusted_many(self, trace_id: str, items: list[tuple[str, str]]) -> None:
+        """A proxied turn's user and system words (``(origin, text)`` pairs): each distinct
+        text once, where it first appears; the texts the session holds when the turn
+        starts are skipped (a proxy sends the whole conversation every turn). This is what
+        a shared store does in one script, so both keep the same texts."""
+        s = self._sessions.get(trace_id)
+        held = set() if s is None else set(s.seen)
+        done: set[bytes] = set()
+        for origin, text in items:
+            digest = _digest(origin, text[: self.trusted_bytes // 4])
+            if digest in done or digest in held:
+                continue
+            done.add(digest)
+            self.record_trusted(trace_id, text, origin)
+        if held and len(done) < len(items):  # a text it holds: the session was used now
+            with self._lock:
+                if trace_id in self._sessions:
+                    self._sessions.move_to_end(trace_id)
 
     def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
         """Keep untrusted content (cut to the bound) only to name it in a refusal."""

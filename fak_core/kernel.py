@@ -116,6 +116,7 @@ class Kernel:
         held: HeldStore | None = None,
         rate_limiter: Callable[[RateLimit], RateLimiter] = RateLimiter,
         approval_nonces: NonceStore | None = None,
+        grounding: GroundingStore | None = None,
     ) -> None:
         self.kinds = KindRegistry()
         self.reasons = ReasonRegistry()
@@ -162,8 +163,9 @@ class Kernel:
             max_negatives=max_negatives,
             reasons=self.reasons,
         )
-        #: Per-session trusted context and untrusted content (destination grounding).
-        self.grounding = GroundingStore()
+        #: Per-session trusted context and untrusted content (destination grounding); a
+        #: shared store (``grounding``) lets several replicas ground for each other.
+        self.grounding = grounding if grounding is not None else GroundingStore()
         self._grounds_results = _grounds(self.policy)
         self.sink_gate = SinkGate(self.ledger, self.policy, self.grounding)
         self.floor = CapabilityFloor(self.policy, self.reasons)
@@ -363,14 +365,15 @@ class Kernel:
     def decides_without_waiting(self) -> bool:
         """True when every part :meth:`decide` may run is declared
         :func:`~fak_core.nonblocking.nonblocking`: each adjudicator (any scope), each
-        preflight rung and the ladder's probe, each subscriber, and the taint ledger.
-        A host that registers an undeclared part makes this False (the gateway then
+        preflight rung and the ladder's probe, each subscriber, the taint ledger and the
+        grounding store. A host that registers an undeclared part makes this False (the gateway then
         decides on a worker thread under its deadline)."""
         ladder = self.ladder
         parts: list[Any] = [r.impl for r in self._adjudicators]
         parts += ladder.rungs
         parts += self._subscribers
         parts.append(self.ledger)
+        parts.append(self.grounding)
         if ladder.probe is not None:
             parts.append(ladder.probe)
         return all(is_nonblocking(p) for p in parts)
@@ -707,6 +710,11 @@ class Kernel:
         that appear in them are grounded (:mod:`fak_core.grounding`). Only the host may
         call this, with text the model did not write; it never lowers the taint mark."""
         self.grounding.record_trusted(trace_id, text, origin)
+
+    def record_trusted_many(self, trace_id: str, items: list[tuple[str, str]]) -> None:
+        """:meth:`record_trusted` for each ``(origin, text)``, in order (one round trip
+        with a shared store)."""
+        self.grounding.record_trusted_many(trace_id, items)
 
 
 def _grounds(policy: Policy) -> bool:

@@ -13,6 +13,9 @@ it does in one process:
   its id and its stub are written by one script before the kernel returns the stub.
 * :class:`RedisNonces` (a :class:`~fak_core.approvals.NonceStore`): spending an approval
   token's nonce is one ``SET NX``, so a token approves one call across all replicas.
+* :class:`RedisGroundingStore` (a :class:`~fak_core.grounding.GroundingStore`): each
+  session's trusted context and untrusted content (policy v2), recorded by one script
+  each and bounded in bytes as in one process; a replica grounds on what any recorded.
 
 Every operation that cannot reach Redis (or finds the epoch gone) raises
 :class:`~fak_core.redis_state.StateUnavailable`: a refusal, never a local fallback.
@@ -25,6 +28,17 @@ import hashlib
 from collections.abc import Callable
 
 from fak_core.admission import DEFAULT_HELD_BYTES, DEFAULT_HELD_LIMIT, HeldStore
+from fak_core.grounding import (
+    _OVERHEAD,
+    DEFAULT_GROUNDING_BYTES,
+    DEFAULT_TRUSTED_BYTES,
+    DEFAULT_UNTRUSTED_BYTES,
+    MAX_VALUE_CHARS,
+    GroundingStore,
+    _digest,
+    _scan,
+    canonical_value,
+)
 from fak_core.ratelimit import BY, RateLimit, RateLimiter
 from fak_core.reasons import Reason
 from fak_core.redis_state import RedisState, StateUnavailable
@@ -32,7 +46,13 @@ from fak_core.taint import Taint
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
 
-__all__ = ["RedisHeldStore", "RedisLedger", "RedisNonces", "RedisRateLimiter"]
+__all__ = [
+    "RedisGroundingStore",
+    "RedisHeldStore",
+    "RedisLedger",
+    "RedisNonces",
+    "RedisRateLimiter",
+]
 
 _OK = Verdict.defer(BY)
 #: No stub the kernel issues is longer (a quarantine or page stub is about 150 characters).
@@ -301,3 +321,299 @@ class RedisNonces:
         key = self.PREFIX + hashlib.sha256(nonce.encode("utf-8", "surrogatepass")).hexdigest()
         fresh = self.state.run(self._spend, [key], [int(expires) + self.SKEW_S])
         return None if int(fresh) else "the approval was already used"
+
+
+# Destination grounding (policy v2) in Redis. Per session <t>: ``fak:g:<t>`` (a hash:
+# base, tc, uc, n: the session's own bytes, the trusted and untrusted bytes, the chunk
+# counter), ``fak:gt:<t>`` and ``fak:gu:<t>`` (the trusted and untrusted chunk ids, oldest
+# first), ``fak:gc:<t>`` (each chunk: its words, its specials, its cost, its digest or
+# origin), ``fak:gd:<t>`` (the trusted texts' digests: a text seen is skipped) and
+# ``fak:gp:<t>`` (how many trusted chunks hold each canonical special "kind:canon").
+# Across sessions: ``fak:gbytes`` (the bytes held), ``fak:glru`` (sessions by last use),
+# ``fak:gseq`` and ``fak:gevicted``. The keys are in this order after the epoch key.
+_G_COMMON = r"""
+local function gkeys(t)
+  return {'fak:g:'..t, 'fak:gt:'..t, 'fak:gu:'..t, 'fak:gc:'..t, 'fak:gd:'..t, 'fak:gp:'..t}
+end
+local function touch(t, base)
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('HSET', KEYS[2], 'base', base, 'tc', 0, 'uc', 0, 'n', 0)
+    redis.call('INCRBY', KEYS[8], base)
+  end
+  redis.call('ZADD', KEYS[9], redis.call('INCR', KEYS[10]), t)
+end
+local function drop(t)
+  local k = gkeys(t)
+  local c = redis.call('HMGET', k[1], 'base', 'tc', 'uc')
+  local total = tonumber(c[1] or '0') + tonumber(c[2] or '0') + tonumber(c[3] or '0')
+  redis.call('DEL', k[1], k[2], k[3], k[4], k[5], k[6])
+  redis.call('DECRBY', KEYS[8], total)
+  redis.call('ZREM', KEYS[9], t)
+end
+local function bound(t, max)
+  while tonumber(redis.call('GET', KEYS[8]) or '0') > max and redis.call('ZCARD', KEYS[9]) > 1 do
+    local old = redis.call('ZRANGE', KEYS[9], 0, 0)[1]
+    if old == t then break end
+    drop(old)
+    redis.call('INCR', KEYS[11])
+  end
+end
+"""
+_G_SEEN = r"""
+local out = {}
+for i = 3, #ARGV do out[#out + 1] = redis.call('HEXISTS', KEYS[6], ARGV[i]) end
+redis.call('ZADD', KEYS[9], 'XX', redis.call('INCR', KEYS[10]), ARGV[2])
+return out
+"""
+_G_TRUSTED = r"""
+local t = ARGV[2]
+touch(t, tonumber(ARGV[3]))
+local limit = tonumber(ARGV[4])
+local tc = tonumber(redis.call('HGET', KEYS[2], 'tc'))
+for i = 6, #ARGV, 4 do
+  local digest = ARGV[i]
+  if redis.call('HEXISTS', KEYS[6], digest) == 0 then
+    local id = tostring(redis.call('HINCRBY', KEYS[2], 'n', 1))
+    local cost = tonumber(ARGV[i + 3])
+    redis.call('HSET', KEYS[5], id, ARGV[i + 1], id..':s', ARGV[i + 2], id..':c', cost,
+      id..':d', digest)
+    redis.call('HSET', KEYS[6], digest, id)
+    redis.call('RPUSH', KEYS[3], id)
+    for s in string.gmatch(ARGV[i + 2], '[^\n]+') do redis.call('HINCRBY', KEYS[7], s, 1) end
+    tc = tc + cost
+    redis.call('INCRBY', KEYS[8], cost)
+    while tc > limit do
+      local old = redis.call('LPOP', KEYS[3])
+      if not old then break end
+      local f = redis.call('HMGET', KEYS[5], old..':s', old..':c', old..':d')
+      for s in string.gmatch(f[1], '[^\n]+') do
+        if redis.call('HINCRBY', KEYS[7], s, -1) <= 0 then redis.call('HDEL', KEYS[7], s) end
+      end
+      redis.call('HDEL', KEYS[6], f[3])
+      redis.call('HDEL', KEYS[5], old, old..':s', old..':c', old..':d')
+      tc = tc - tonumber(f[2])
+      redis.call('DECRBY', KEYS[8], tonumber(f[2]))
+    end
+  end
+end
+redis.call('HSET', KEYS[2], 'tc', tc)
+bound(t, tonumber(ARGV[5]))
+return 1
+"""
+_G_UNTRUSTED = r"""
+local t = ARGV[2]
+touch(t, tonumber(ARGV[3]))
+local limit = tonumber(ARGV[4])
+local uc = tonumber(redis.call('HGET', KEYS[2], 'uc'))
+local id = 'u'..redis.call('HINCRBY', KEYS[2], 'n', 1)
+local cost = tonumber(ARGV[9])
+redis.call('HSET', KEYS[5], id, ARGV[7], id..':s', ARGV[8], id..':o', ARGV[6], id..':c', cost)
+redis.call('RPUSH', KEYS[4], id)
+uc = uc + cost
+redis.call('INCRBY', KEYS[8], cost)
+while uc > limit do
+  local old = redis.call('LPOP', KEYS[4])
+  if not old then break end
+  local c = tonumber(redis.call('HGET', KEYS[5], old..':c'))
+  redis.call('HDEL', KEYS[5], old, old..':s', old..':o', old..':c')
+  uc = uc - c
+  redis.call('DECRBY', KEYS[8], c)
+end
+redis.call('HSET', KEYS[2], 'uc', uc)
+bound(t, tonumber(ARGV[5]))
+return 1
+"""
+_G_RESET = r"""
+if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
+return 1
+"""
+# A canonical special (or one word) of the session's trusted context: one index lookup.
+_G_INDEXED = r"""
+return redis.call('HEXISTS', KEYS[7], ARGV[2])
+"""
+# A word sequence: when every word is indexed, the session's trusted words, which the
+# caller searches (a plain find of a needle with inner spaces is not linear in Lua, so
+# the search runs in Python, whose substring search is); none when a word is missing.
+_G_TRUSTED_WORDS = r"""
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {} end
+end
+local out = {}
+for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  out[#out + 1] = redis.call('HGET', KEYS[5], id)
+end
+return out
+"""
+# The origin of the oldest untrusted text whose field (ARGV[2]: ':s' its specials, '' its
+# words) holds the needle. A needle framed by newlines (a special) or by spaces (one
+# word) holds its frame only at its ends and no item holds it: a plain find is linear.
+_G_ORIGIN = r"""
+for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+  if string.find(redis.call('HGET', KEYS[5], id..ARGV[2]), ARGV[3], 1, true) then
+    return redis.call('HGET', KEYS[5], id..':o')
+  end
+end
+return false
+"""
+# Every untrusted text's origin and words, oldest first (a word sequence is searched by
+# the caller, as above).
+_G_UNTRUSTED_WORDS = r"""
+local out = {}
+for _, id in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+  local f = redis.call('HMGET', KEYS[5], id..':o', id)
+  out[#out + 1] = f[1]
+  out[#out + 1] = f[2]
+end
+return out
+"""
+
+
+def _framed(specials: frozenset[tuple[str, str]], words: bool) -> str:
+    """The specials as ``\\nkind:canon\\n...``: no canonical form holds a newline (a word
+    is split at white space; the URL parser drops newlines; an address or IBAN has
+    none), and one that did would be dropped: it would ground nothing (fail-closed)."""
+    items = sorted(f"{k}:{c}" for k, c in specials if (words or k != "word") and "\n" not in c)
+    return "\n" + "\n".join(items) + "\n"
+
+
+class RedisGroundingStore(GroundingStore):
+    """:class:`~fak_core.grounding.GroundingStore` in Redis: every replica grounds on the
+    same trusted context and names the same untrusted origins.
+
+    Each record is one script (atomic). The bounds are the in-memory store's, in bytes,
+    and so is what they forget: the oldest texts of a session past ``trusted_bytes`` or
+    ``untrusted_bytes``, the least recently recorded session past ``max_bytes``. Forgotten
+    trusted context grounds nothing (a refusal); forgotten untrusted content only stops a
+    refusal from naming where a value came from (the verdict reads trusted context only).
+    A check is one round trip: an index lookup for an address, host, IBAN or word; a
+    word sequence fetches the trusted words (at most ``trusted_bytes``) when every word
+    is indexed and searches them here."""
+
+    #: Not the in-memory store's promise: every operation is a round trip to Redis.
+    __fak_nonblocking__ = False
+
+    def __init__(
+        self,
+        state: RedisState,
+        trusted_bytes: int = DEFAULT_TRUSTED_BYTES,
+        untrusted_bytes: int = DEFAULT_UNTRUSTED_BYTES,
+        max_bytes: int = DEFAULT_GROUNDING_BYTES,
+    ) -> None:
+        super().__init__(trusted_bytes, untrusted_bytes, max_bytes)
+        self.state = state
+        self._seen = state.script(_G_SEEN)
+        self._trusted = state.script(_G_COMMON + _G_TRUSTED)
+        self._untrusted = state.script(_G_COMMON + _G_UNTRUSTED)
+        self._reset = state.script(_G_COMMON + _G_RESET)
+        self._indexed = state.script(_G_INDEXED)
+        self._trusted_words = state.script(_G_TRUSTED_WORDS)
+        self._origin = state.script(_G_ORIGIN)
+        self._untrusted_words = state.script(_G_UNTRUSTED_WORDS)
+
+    @staticmethod
+    def _keys(trace_id: str) -> list[str]:
+        session = [f"fak:g{kind}:{trace_id}" for kind in ("", "t", "u", "c", "d", "p")]
+        return [*session, "fak:gbytes", "fak:glru", "fak:gseq", "fak:gevicted"]
+
+    def _head(self, trace_id: str) -> list[object]:
+        return [trace_id, _OVERHEAD + len(trace_id)]
+
+    def record_trusted(self, trace_id: str, text: str, origin: str = "user") -> None:
+        self.record_trusted_many(trace_id, [(origin, text)])
+
+    def record_trusted_many(self, trace_id: str, items: list[tuple[str, str]]) -> None:
+        """Record each new text in one script; with several, first ask which are new (a
+        proxy sends the whole conversation every turn), so only new texts are scanned."""
+        keys = self._keys(trace_id)
+        chunks: dict[str, str] = {}
+        for origin, raw in items:
+            text = raw[: self.trusted_bytes // 4]
+            chunks.setdefault(_digest(origin, text).hex(), text)
+        if not chunks:
+            return
+        if len(chunks) > 1:
+            known = self.state.run(self._seen, keys, [trace_id, *chunks])
+            for digest, seen in zip(list(chunks), known, strict=True):
+                if int(seen):
+                    del chunks[digest]
+        # Newest first, only as far back as the session's bound reaches: the script keeps
+        # the longest suffix of the texts that fits, so an older one would be recorded
+        # only to be forgotten in the same script. The first that does not fit is sent
+        # (it pushes out everything older, as it would in one process), and a text that
+        # alone is over the bound is sent without its words: it is forgotten at once.
+        picked: list[list[object]] = []
+        total = 0
+        for digest, text in reversed(chunks.items()):
+            words, specials = _scan(text)
+            cost = len(words.encode("utf-8", "surrogatepass"))
+            cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+            if cost > self.trusted_bytes:
+                words, specials = "", frozenset()
+            picked.append([digest, words, _framed(specials, True), cost])
+            total += cost
+            if total > self.trusted_bytes:
+                break
+        args = [arg for chunk in reversed(picked) for arg in chunk]
+        if args:
+            limits = [self.trusted_bytes, self.max_bytes]
+            self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
+
+    def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
+        """Keep the untrusted text's words and specials (cut to the bound first, as the
+        in-memory store cuts the text), only to name it in a refusal."""
+        words, specials = _scan(text[: self.untrusted_bytes])
+        framed = _framed(specials, False)
+        cost = sum(len(s.encode("utf-8", "surrogatepass")) for s in (words, framed, origin))
+        if cost + _OVERHEAD > self.untrusted_bytes:  # forgotten at once: not sent
+            words, framed = "", "\n"
+        args = [origin, words, framed, cost + _OVERHEAD]
+        limits = [self.untrusted_bytes, self.max_bytes]
+        self.state.run(
+            self._untrusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args]
+        )
+
+    def reset(self, trace_id: str) -> None:
+        self.state.run(self._reset, self._keys(trace_id), [trace_id])
+
+    def grounded(self, trace_id: str, value: str) -> bool:
+        if len(value) > MAX_VALUE_CHARS:
+            return False
+        kind, canon = canonical_value(value)
+        if not canon:
+            return False
+        # A canon never holds a newline; a special that did is not indexed (:func:`_framed`)
+        # and a word that did is not a word: either way, not grounded.
+        keys = self._keys(trace_id)
+        if kind != "text" or " " not in canon:
+            key = f"{kind}:{canon}" if kind != "text" else f"word:{canon}"
+            return bool(self.state.run(self._indexed, keys, [key]))
+        words = list(dict.fromkeys(canon.split(" ")))
+        texts = self.state.run(self._trusted_words, keys, words)
+        needle = f" {canon} ".encode("utf-8", "surrogatepass")
+        return any(needle in text for text in texts)
+
+    def origin_of(self, trace_id: str, value: str) -> str | None:
+        if len(value) > MAX_VALUE_CHARS:
+            return None
+        kind, canon = canonical_value(value)
+        if not canon:
+            return None
+        keys = self._keys(trace_id)
+        found: bytes | None
+        if kind == "text" and " " in canon:
+            out = self.state.run(self._untrusted_words, keys, [])
+            needle = f" {canon} ".encode("utf-8", "surrogatepass")
+            pairs = zip(out[::2], out[1::2], strict=True)
+            found = next((origin for origin, words in pairs if needle in words), None)
+        elif kind == "text":
+            found = self.state.run(self._origin, keys, ["", f" {canon} "])
+        else:
+            found = self.state.run(self._origin, keys, [":s", f"\n{kind}:{canon}\n"])
+        return None if found is None else found.decode("utf-8", "surrogatepass")
+
+    def stats(self) -> dict[str, int]:
+        """Counters for ``/healthz``: the context is shared (no round trip to count it)."""
+        return {"grounding_shared": 1, "grounding_bytes_limit": self.max_bytes}
+
+    def __len__(self) -> int:
+        return 0

@@ -212,7 +212,7 @@ def native_routes(
         if origin not in ("user", "system"):
             return error_response(400, "'origin' must be 'user' or 'system'", param="origin")
         session = claim_session(state, request, trace)
-        state.kernel.record_trusted(trace, text, origin)
+        await state.record_trusted(trace, [(origin, text)])
         return _traced({"recorded": True, "trace_id": trace, "origin": origin}, session)
 
     @_wire_errors

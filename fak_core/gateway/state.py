@@ -50,6 +50,7 @@ from fak_core.journal import request_scope as journal_request_scope
 from fak_core.jsonargs import args_nbytes
 from fak_core.jsondepth import dumps
 from fak_core.kernel import Kernel
+from fak_core.nonblocking import is_nonblocking
 from fak_core.reasons import Reason
 from fak_core.statedown import STATE_DOWN, StateUnavailable
 from fak_core.taint import Taint
@@ -286,6 +287,16 @@ class GatewayState:
             return verdict
         except DeadlineExceeded:
             return self._late(call)
+
+    async def record_trusted(self, trace: str, items: list[tuple[str, str]]) -> None:
+        """The user's and system's own words for a session (policy v2): inline with the
+        in-memory grounding store, on a worker thread with a shared one (a round trip);
+        a shared store that cannot be reached raises :class:`StateUnavailable`."""
+        kernel = self.kernel
+        if is_nonblocking(kernel.grounding):
+            kernel.record_trusted_many(trace, items)
+        else:
+            await anyio.to_thread.run_sync(kernel.record_trusted_many, trace, items)
 
     async def decide_async(self, call: ToolCall) -> Verdict:
         """:meth:`decide` from a coroutine. A decision that cannot wait runs inline; any

@@ -9,6 +9,7 @@ completed turn and relays a stream (``openai_proxy``, ``anthropic_proxy``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, ClassVar
 
@@ -27,6 +28,7 @@ from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.turn import InboundResult, admit_inbound
 from fak_core.gateway.upstream import Upstream, UpstreamError, Wire
 from fak_core.journal import JournalError
+from fak_core.statedown import StateUnavailable
 
 __all__ = ["WireProxy", "require_messages", "require_model", "tool_format_error"]
 
@@ -150,9 +152,12 @@ class WireProxy:
                 headers=headers,
             )
         if state.kernel.grounds_destinations:
-            # the user's and system's own words ground destinations (policy v2)
-            for origin, text in self.user_words(doc):
-                state.kernel.record_trusted(trace, text, origin)
+            # the user's and system's own words ground destinations (policy v2). With the
+            # shared state down they are not recorded: that grounds less (fail-closed), the
+            # turn's decisions are refused STATE_DOWN meanwhile, and the next turn, which
+            # carries the same words, records them
+            with contextlib.suppress(StateUnavailable):
+                await state.record_trusted(trace, self.user_words(doc))
         inbound = self.inbound(doc)
         too_many = state.refuse_tool_results(len(inbound))
         if too_many is not None:

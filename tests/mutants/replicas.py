@@ -7,8 +7,9 @@ import weakref
 from typing import Any
 from unittest import mock
 
+from fak_core.grounding import GroundingStore
 from fak_core.ledger import MemoryLedger
-from fak_core.redis_stores import RedisHeldStore, RedisLedger
+from fak_core.redis_stores import RedisGroundingStore, RedisHeldStore, RedisLedger
 from fak_core.taint import Taint
 from pytest_fak import mutant
 
@@ -157,3 +158,74 @@ def gateway_ignores_key() -> Any:
     from fak_core.gateway import bootstrap
 
     return mock.patch.object(bootstrap, "enable_env_approvals", return_value=False)
+
+
+def _local_grounding() -> Any:
+    """Each replica's own in-memory grounding store, keyed by the shared store object."""
+    local: weakref.WeakKeyDictionary[RedisGroundingStore, GroundingStore] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def mine(self: RedisGroundingStore) -> GroundingStore:
+        return local.setdefault(self, GroundingStore())
+
+    return mine
+
+
+@mutant("C4.7/grounding-local")
+def grounding_local() -> Any:
+    """Policy v2's grounding store stays in each process (as before ``--state`` shared
+    it): the user's words recorded on one replica ground nothing on the other, and each
+    replica names only the untrusted content it admitted itself."""
+    mine = _local_grounding()
+    stack = contextlib.ExitStack()
+    for name in (
+        "record_trusted",
+        "record_trusted_many",
+        "record_untrusted",
+        "reset",
+        "grounded",
+        "origin_of",
+    ):
+        stack.enter_context(
+            mock.patch.object(
+                RedisGroundingStore, name, lambda self, *a, _n=name: getattr(mine(self), _n)(*a)
+            )
+        )
+    return stack
+
+
+@mutant("C4.7/provenance-local")
+def provenance_local() -> Any:
+    """The trusted context is shared but the untrusted content is kept per replica (it
+    "only names origins"): a refusal's claim then says where a value came from on one
+    replica and "in no content this session admitted" on the other."""
+    mine = _local_grounding()
+    stack = contextlib.ExitStack()
+    stack.enter_context(
+        mock.patch.object(
+            RedisGroundingStore,
+            "record_untrusted",
+            lambda self, t, text, origin: mine(self).record_untrusted(t, text, origin),
+        )
+    )
+    stack.enter_context(
+        mock.patch.object(
+            RedisGroundingStore, "origin_of", lambda self, t, v: mine(self).origin_of(t, v)
+        )
+    )
+    return stack
+
+
+@mutant("C4.7/words-encoded-strictly")
+def words_encoded_strictly() -> Any:
+    """The grounding store sizes the user's words with a strict UTF-8 encoding (the bug
+    before the shared store): a lone surrogate in the user's text (JSON allows ``\\ud800``)
+    makes recording it raise instead of being kept."""
+    real = GroundingStore.record_trusted
+
+    def record_trusted(self: GroundingStore, trace: str, text: str, origin: str = "user") -> None:
+        text.encode("utf-8")  # raises on a lone surrogate, as the strict sizing did
+        real(self, trace, text, origin)
+
+    return mock.patch.object(GroundingStore, "record_trusted", record_trusted)
