@@ -27,9 +27,19 @@ from fak_core import (
     VerdictKind,
     load_policy,
 )
+from fak_core.grounding import _canonical
 from fak_core.taint import Taint
 
 V2 = "fak-policy/v2"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_canonical_forms() -> None:
+    """Empty the canonical-value cache: a form the real code computed in an earlier test
+    must not answer for a generated mutant of the canonicaliser in this one."""
+    _canonical.cache_clear()
+
+
 FILLER = ("please", "the", "report", "for", "today", "thanks", "and")
 alpha = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=4, max_size=8)
 
@@ -267,6 +277,120 @@ def test_grounding_memory_is_bounded_and_forgetting_grounds_nothing(
         store.record_untrusted(f"flood{i}", "x" * 2000, "tool")
     if "victim" not in store._sessions:
         assert not store.grounded("victim", "Alice")
+
+
+# ------------------------------------------------- C4.6 spellings, from the specs' rules
+# Each case is (the user's spelling, the call's spelling, same place?) and says by which
+# rule the two name one place or two; none is computed by the code under test.
+FULLWIDTH = {chr(c): chr(c - 0x61 + 0xFF41) for c in range(0x61, 0x7B)}
+DEVIATIONS = ("\u00df", "\u03c2")  # ß, final sigma: IDNA 2003 maps them away, 2008 keeps them
+#: one character each that NFKC/case folding turns into ASCII letters: long s, Kelvin sign,
+#: the fi ligature, a fullwidth letter
+FOLDS_TO_ASCII = (("\u017f", "s"), ("\u212a", "k"), ("\ufb01", "fi"), ("\uff41", "a"))
+
+
+def _respell_cases(a: str, b: str, pick: int) -> list[tuple[str, str, bool]]:
+    host = f"{a}.{b}.org"
+    fold, ascii_ = FOLDS_TO_ASCII[pick % len(FOLDS_TO_ASCII)]
+    dev = DEVIATIONS[pick % 2]
+    uni = f"{a}\u00fc{b}"  # a label with ü: IDNA's ToASCII, by Python's punycode codec
+    puny = "xn--" + uni.encode("punycode").decode("ascii")
+    return [
+        # WHATWG/UTS 46: a host's letters in any case or width are one host
+        (f"https://{host}/pay", f"HTTPS://{host.upper()}/pay", True),
+        (f"{host}/pay", "".join(FULLWIDTH.get(c, c) for c in host) + "/pay", True),
+        (f"{uni}.de/x", f"{uni.upper()}.DE/x", True),
+        (f"{uni}.de/x", f"{puny}.de/x", True),
+        (f"{host}./x", f"{host}/x", True),  # the root's trailing dot: one DNS name
+        # RFC 3986 6.2.2: percent-encoding's hex case and encoded unreserved characters
+        (f"{host}/%7e{a}", f"{host}/~{a}", True),
+        (f"{host}/p%2fq", f"{host}/p%2Fq", True),
+        # ... but a reserved character encoded is another path, and path and query keep
+        # their case (RFC 3986 6.2.2.1: only scheme and host are case-insensitive)
+        (f"{host}/p%2Fq", f"{host}/p/q", False),
+        (f"{host}/{a}", f"{host}/{a.upper()}", False),
+        (f"{host}/r?to={a}", f"{host}/r?to={a.capitalize()}", False),
+        # RFC 5321: a mailbox is its local part's text; hosts fold only ASCII case
+        (f"{a}@{host}", f"{a.upper()}@{host.upper()}", True),
+        (f"{a}@{host}", f"mailto:{a}@{host}", True),
+        (f"{ascii_}{a}@{host}", f"{fold}{a}@{host}", False),
+        (f"{fold}{a}@{host}", f"{ascii_}{a}@{host}", False),
+        # IDNA 2003 reads sharp s as ss and final sigma as sigma, 2008 and WHATWG keep them
+        (f"{a}ss{b}.de/x", f"{a}\u00df{b}.de/x", False),
+        (f"{a}\u00df{b}.de/x", f"{a}ss{b}.de/x", False),
+        (f"{a}{dev}.com", f"{a}{dev}.com", False),  # never grounded, even as written
+        (f"{a}@{a}{dev}.com", f"{a}@{a}{dev}.com", False),
+    ]
+
+
+@pytest.mark.fak_theorem("C4.6")
+@given(alpha, alpha, st.integers(0, 1000), st.data())
+def test_spellings_of_one_place_ground_it_and_lookalikes_of_another_do_not(
+    a: str, b: str, pick: int, data: st.DataObject
+) -> None:
+    cases = _respell_cases(a, b, pick)
+    trusted, value, same = data.draw(st.sampled_from(cases))
+    filler = data.draw(st.sampled_from(FILLER))
+    k = Kernel(_policy())
+    _session(k, f"{filler} {trusted}, {filler}", f"send to {value}")
+    verdict = k.decide(ToolCall("send", json.dumps({"to": value}), "s"))
+    assert verdict.kind == (VerdictKind.ALLOW if same else VerdictKind.DENY), (
+        trusted,
+        value,
+        verdict.claim,
+    )
+
+
+#: Markup that writes a link inside a word: Markdown links and images, HTML attributes,
+#: autolinks, query parameters, and punctuation glued to the link
+MARKUP = (
+    "[here]({})",
+    "![img]({})",
+    '<a href="{}">x</a>',
+    "<img src='{}'>",
+    "<{}>",
+    "link={}",
+    "see:{}",
+    "x,{}",
+    "`{}`",
+    "{{{}}}",
+)
+BRACKETED = tuple(m for m in MARKUP if m.format("")[-1:] in (")", ">", "`", "}"))
+
+
+@pytest.mark.fak_theorem("C4.6")
+@given(scenario, st.sampled_from(MARKUP), st.sampled_from(MARKUP), st.booleans(), st.data())
+def test_links_written_inside_markup_are_destinations(
+    pool: list[tuple[str, str]], markup: str, user_markup: str, plain: bool, data: st.DataObject
+) -> None:
+    links = [i for i in pool if i[0] in ("url", "email")]
+    if len(links) < 2:
+        return
+    trusted, attacker = links[:1], links[1:]
+    link = data.draw(st.sampled_from(links))
+    written = spell(link, 4, False)
+    if link[0] == "email":
+        written = "mailto:" + written
+        # glued to a word by '=', ':' or ',' an address is a longer one (its local part
+        # grows): the whole word is a destination of its own, so e-mails use brackets
+        markup = markup if markup in BRACKETED else BRACKETED[len(markup) % len(BRACKETED)]
+    if trusted[0][0] == "email" and user_markup not in BRACKETED:
+        user_markup = BRACKETED[len(user_markup) % len(BRACKETED)]
+    # the user names the place plainly or in markup of their own
+    told = spell(trusted[0], 3, False)
+    if not plain:
+        scheme = "https://" if trusted[0][0] == "url" else "mailto:"
+        told = user_markup.format(scheme + told)
+    k = Kernel(_policy(content=True))
+    _session(k, f"to bob {told}", " ".join(a[1] for a in attacker))
+    k.record_trusted("s", "bob")
+    body = f"{data.draw(st.sampled_from(FILLER))} {markup.format(written)} thanks"
+    verdict = k.decide(ToolCall("send", json.dumps({"to": "bob", "body": body}), "s"))
+    if link in trusted:
+        assert verdict.kind == VerdictKind.ALLOW, (told, body, verdict.claim)
+    else:
+        assert verdict.kind == VerdictKind.DENY, body
+        assert verdict.meta["ifc_ungrounded"] == "/body"
 
 
 # ---------------------------------------------------------------- D2.8 declared semantics
