@@ -207,6 +207,11 @@ def test_every_refusal_says_why() -> None:
     assert r.verify(call, _signed({**good, "n": "a"}, OTHER)) == (
         "the approval token's signature does not match"
     )
+    # a MAC of other characters (a lone surrogate: JSON's "\ud800" reaches here) is
+    # refused as a value, never raised
+    body = _signed({**good, "n": "a"}).rpartition(".")[0]
+    for mac in ("\ud800", "\u00e9" * 43, ""):
+        assert r.verify(call, f"{body}.{mac}") == "the approval token's signature does not match"
     assert r.verify(call, _signed({**good, "t": "x", "n": "a"})) == (
         "the approval is for another session or tool"
     )
