@@ -91,40 +91,38 @@ def _words(text: str) -> list[str]:
 #: brackets and the back quote, which RFC 3986 never leaves unencoded in a URI and
 #: Markdown and HTML put around links (``[text](https://x/)``, ``href="https://x/"``).
 _PIECE_SPLIT = re.compile(r"[\"'()<>\[\]{}`]++")
+#: where a link starts inside a run: at a ``://`` (its scheme walked back to) or ``mailto:``
+_LINK_START = re.compile(r"://|mailto:", re.IGNORECASE)
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
-_MAX_SCHEME = 32
+
+
+def _link_starts(piece: str) -> set[int]:
+    """Where links start inside ``piece``: each ``scheme://`` at its scheme (RFC 3986's
+    scheme characters before the ``://``), each ``mailto:``. Linear: a walk back stops at
+    the ``:`` or ``/`` that ends the link before."""
+    starts = {0}
+    for m in _LINK_START.finditer(piece):
+        start = m.start()
+        if m.group() == "://":
+            while start and piece[start - 1] in _SCHEME_CHARS:
+                start -= 1
+        starts.add(start)
+    return starts
 
 
 def destination_pieces(word: str) -> list[str]:
     """Every string inside one word of free text that a reader may take for a link: the
-    word (surrounding punctuation stripped; when it holds quotes or brackets, only if it
-    has a ``://``), each run between quotes and brackets, and
-    each run cut where another ``scheme://`` or ``mailto:`` starts (``see:https://x/``,
-    ``x.org/r?u=https://y/``). Linear in the word: the cuts do not overlap."""
+    word (when it holds quotes or brackets, only if it has a ``://``), each run between
+    quotes and brackets, cut where a ``scheme://`` or ``mailto:`` starts (``see:https://x/``,
+    ``x.org/r?u=https://y/``); surrounding punctuation stripped. Linear in the word."""
     pieces = _PIECE_SPLIT.split(word)
     # a URL may hold brackets ("/wiki/Foo_(bar)", "[::1]"): then the whole word is one too
-    out = [word.lstrip(_LEAD).rstrip(_TRAIL)] if len(pieces) == 1 or "://" in word else []
+    out = [word] if len(pieces) == 1 or "://" in word else []
     for piece in pieces:
-        cuts = [0]
-        low = piece.lower()
-        for sep, back in (("://", True), ("mailto:", False)):
-            at = low.find(sep)
-            while at != -1:
-                start = at
-                while (
-                    back
-                    and start > 0
-                    and at - start < _MAX_SCHEME
-                    and piece[start - 1] in (_SCHEME_CHARS)
-                ):
-                    start -= 1
-                if start > 0 and (not back or start < at):
-                    cuts.append(start)
-                at = low.find(sep, at + len(sep))
-        cuts = sorted(set(cuts))
-        for a, b in zip(cuts, [*cuts[1:], len(piece)], strict=True):
-            out.append(piece[a:b].lstrip(_LEAD).rstrip(_TRAIL))
-    return [p for p in dict.fromkeys(out) if p]
+        cuts = sorted(_link_starts(piece))
+        out.extend(piece[a:b] for a, b in zip(cuts, [*cuts[1:], len(piece)], strict=True))
+    stripped = (p.lstrip(_LEAD).rstrip(_TRAIL) for p in out)
+    return [p for p in dict.fromkeys(stripped) if p]
 
 
 def _ascii_lower(text: str) -> str:
@@ -182,7 +180,7 @@ def _url(text: str) -> str | None:
     except HostError:
         return None
     host = _host(url.host)
-    if host is None or readings - {host, url.hostname}:
+    if host is None or readings - {host, host.strip("[]")}:
         return None  # the readings disagree on the host: ambiguous, never grounded
     scheme = "" if url.protocol in ("http:", "https:") else url.protocol + "//"
     auth = url.username + (":" + url.password if url.password else "")
@@ -199,8 +197,8 @@ def _email(text: str) -> str | None:
         text = text[7:]
     if not _EMAIL.match(text):
         return None
-    local, _, domain = text.rpartition("@")
-    if not local or not domain or any(c in domain for c in ":/\\?#%"):
+    local, _, domain = text.rpartition("@")  # both non-empty: the pattern says so
+    if any(c in domain for c in ":/\\?#%"):
         return None
     host = _host(domain)
     return f"{_ascii_lower(local)}@{host}" if host else None
@@ -210,10 +208,9 @@ def _special(word: str) -> tuple[str, str] | None:
     """A word's canonical form when it is an e-mail address or a URL/host (as written:
     folding it first would merge places the parsers keep apart, ``faß.de`` and
     ``fass.de``); IBANs are read from the folded words."""
-    if "@" in word:
-        email = _email(word)
-        if email is not None:
-            return ("email", email)
+    email = _email(word)
+    if email is not None:
+        return ("email", email)
     if ("." in word or ":" in word) and names_network_host(word):
         url = _url(word)
         if url is not None:
@@ -248,6 +245,24 @@ def _canonical(value: str) -> tuple[str, str]:
     return ("text", " ".join(words))
 
 
+def _ibans(words: list[str]) -> set[tuple[str, str]]:
+    """The IBANs among folded words, whole or written in groups."""
+    found: set[tuple[str, str]] = set()
+    n = len(words)
+    for i, w in enumerate(words):
+        if _IBAN.match(w):
+            found.add(("iban", w))
+        if _IBAN_HEAD.match(w) and len(w) < 15:
+            # an IBAN written in groups: join the short alphanumeric groups that follow
+            joined, j = w, i + 1
+            while j < n and len(joined) < 34 and len(words[j]) <= 4 and words[j].isalnum():
+                joined += words[j]
+                j += 1
+                if len(joined) >= 15 and _IBAN.match(joined):
+                    found.add(("iban", joined))
+    return found
+
+
 def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
     """The text's words (joined by one space) and the canonical specials in it."""
     words = _words(text)
@@ -257,18 +272,7 @@ def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
             s = _special(piece)
             if s is not None:
                 specials.add(s)
-    n = len(words)
-    for i, w in enumerate(words):
-        if _IBAN.match(w):
-            specials.add(("iban", w))
-        if _IBAN_HEAD.match(w) and len(w) < 15:
-            # an IBAN written in groups: join the short alphanumeric groups that follow
-            joined, j = w, i + 1
-            while j < n and len(joined) < 34 and len(words[j]) <= 4 and words[j].isalnum():
-                joined += words[j]
-                j += 1
-                if len(joined) >= 15 and _IBAN.match(joined):
-                    specials.add(("iban", joined))
+    specials.update(_ibans(words))
     # a sentence that ends in a host with no space after its full stop ("see x.com.Then")
     for m in _RUN_ON.finditer(text):
         s = _special(m.group(1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fak_core import (
@@ -320,25 +320,41 @@ def _respell_cases(a: str, b: str, pick: int) -> list[tuple[str, str, bool]]:
         (f"{a}\u00df{b}.de/x", f"{a}ss{b}.de/x", False),
         (f"{a}{dev}.com", f"{a}{dev}.com", False),  # never grounded, even as written
         (f"{a}@{a}{dev}.com", f"{a}@{a}{dev}.com", False),
+        # WHATWG: an xn-- label that is not Punycode fails the host parser: no place
+        (f"{a}.xn--zz.com/x", f"{a}.xn--zz.com/x", False),
+        # RFC 3986 3.2: userinfo and port are parts of the authority, the scheme of the URL
+        (f"https://{a}:{b}@{host}/x", f"HTTPS://{a}:{b}@{host.upper()}/x", True),
+        (f"https://{a}:{b}@{host}/x", f"https://{host}/x", False),
+        (f"https://{a}:{b}@{host}/x", f"https://{a}{b}@{host}/x", False),
+        (f"https://{a}@{b}.org/x", f"https://{a}{b}.org/x", False),
+        (f"{host}:8080/x", f"http://{host}:8080/x/", True),
+        (f"{host}:8080/x", f"{host}/x", False),
+        (f"ftp://{host}/x", f"FTP://{host.upper()}/x", True),
+        (f"ftp://{host}/x", f"{host}/x", False),
+        (f"http://[::1]:8080/{a}", f"http://[0:0::1]:8080/{a}", True),  # RFC 5952
+        # a sentence that ends in a host with no space after its full stop
+        (f"{host}.Then", host, True),
     ]
 
 
 @pytest.mark.fak_theorem("C4.6")
+@settings(max_examples=20)  # every case in each example: 20 draws of the names suffice
 @given(alpha, alpha, st.integers(0, 1000), st.data())
 def test_spellings_of_one_place_ground_it_and_lookalikes_of_another_do_not(
     a: str, b: str, pick: int, data: st.DataObject
 ) -> None:
-    cases = _respell_cases(a, b, pick)
-    trusted, value, same = data.draw(st.sampled_from(cases))
     filler = data.draw(st.sampled_from(FILLER))
     k = Kernel(_policy())
-    _session(k, f"{filler} {trusted}, {filler}", f"send to {value}")
-    verdict = k.decide(ToolCall("send", json.dumps({"to": value}), "s"))
-    assert verdict.kind == (VerdictKind.ALLOW if same else VerdictKind.DENY), (
-        trusted,
-        value,
-        verdict.claim,
-    )
+    for i, (trusted, value, same) in enumerate(_respell_cases(a, b, pick)):
+        s = f"s{i}"
+        k.record_trusted(s, f"{filler} {trusted}, {filler}")
+        k.admit(ToolCall("fetch", "{}", s), Result(Status.OK, f"send to {value}"))
+        verdict = k.decide(ToolCall("send", json.dumps({"to": value}), s))
+        assert verdict.kind == (VerdictKind.ALLOW if same else VerdictKind.DENY), (
+            trusted,
+            value,
+            verdict.claim,
+        )
 
 
 #: Markup that writes a link inside a word: Markdown links and images, HTML attributes,
@@ -391,6 +407,39 @@ def test_links_written_inside_markup_are_destinations(
     else:
         assert verdict.kind == VerdictKind.DENY, body
         assert verdict.meta["ifc_ungrounded"] == "/body"
+
+
+SCHEMES = ("https", "http", "HTTPS", "ftp", "git+ssh", "x-y.z9")
+#: what glues a link to the word before it: none of RFC 3986's scheme characters
+GLUE = ("see:", "u=", "x,", "a;b=", "//", "?next=", "mailto:me@x.org,")
+
+
+@pytest.mark.fak_theorem("C4.6")
+@given(
+    st.sampled_from(SCHEMES),
+    alpha,
+    alpha,
+    st.sampled_from(("", *GLUE)),
+    st.sampled_from(("{}", *MARKUP)),
+    st.booleans(),
+)
+def test_a_link_inside_a_word_is_read_from_its_first_character(
+    scheme: str, a: str, b: str, glue: str, markup: str, mail: bool
+) -> None:
+    from fak_core.grounding import destination_pieces
+
+    # the oracle builds the link and the word around it; the link must come out whole
+    link = f"MAILTO:{a}@{b}.org" if mail else f"{scheme}://{a}.{b}.org/{a}?q={b}"
+    if mail and glue.endswith(":"):
+        glue = glue + "x,"  # "see:MAILTO:..." is one longer address; keep them apart
+    word = markup.format(glue + link)
+    assert link in destination_pieces(word), word
+    # and so is the word around it, when it has no brackets or has a ://
+    if "://" in word or not any(c in word for c in "\"'()<>[]{}`"):
+        assert word.lstrip(LEAD).rstrip(TRAIL) in destination_pieces(word), word
+
+
+LEAD, TRAIL = "\"'([{<*`", "\"'.,;:!?)]}>*`"
 
 
 # ---------------------------------------------------------------- D2.8 declared semantics
@@ -539,8 +588,12 @@ def test_word_sequences_lengths_lists_and_content_edges() -> None:
         return k.decide(ToolCall("send", json.dumps(args), "s")).kind
 
     allow, deny = VerdictKind.ALLOW, VerdictKind.DENY
-    # a value of several words is grounded only as that word sequence
+    # a value of several words is grounded only as that word sequence, at either end of
+    # a text too
     assert kind({"to": "dana reyes"}) == allow
+    k.record_trusted("s", "Carol Ames")
+    assert kind({"to": "carol ames"}) == allow
+    assert kind({"to": "ames carol"}) == deny
     assert kind({"to": "DANA  Reyes"}) == allow
     assert kind({"to": "Reyes Dana"}) == deny
     assert kind({"to": "Dana Rey"}) == deny
@@ -575,6 +628,19 @@ def test_word_sequences_lengths_lists_and_content_edges() -> None:
     assert store.grounded("nobody", "dana") is False
     assert store.grounded("s", "...") is False
     assert store.grounded("s", "x" * (MAX_VALUE_CHARS + 1)) is False
+
+
+@pytest.mark.fak_theorem("C4.6")
+def test_a_word_too_long_to_read_as_a_destination_grounds_nothing() -> None:
+    # a store with room for a word longer than the host reader's bound: the word is
+    # read as no place (never grounded), and recording it does not fail
+    from fak_core.hosts import MAX_DESTINATION_CHARS
+
+    store = GroundingStore(trusted_bytes=1 << 20)
+    long = "https://x.example/" + "a" * MAX_DESTINATION_CHARS
+    store.record_trusted("s", f"see {long} and https://y.example/p")
+    assert store.grounded("s", "https://y.example/p")
+    assert not store.grounded("s", "https://x.example/" + "a" * 10)
 
 
 @pytest.mark.fak_theorem("C4.6")
