@@ -45,6 +45,7 @@ import threading
 import unicodedata
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import ada_url
@@ -120,7 +121,7 @@ def destination_pieces(word: str) -> list[str]:
     out = [word] if len(pieces) == 1 or "://" in word else []
     for piece in pieces:
         cuts = sorted(_link_starts(piece))
-        out.extend(piece[a:b] for a, b in zip(cuts, [*cuts[1:], len(piece)], strict=True))
+        out.extend(piece[a:b] for a, b in pairwise([*cuts, len(piece)]))
     stripped = (p.lstrip(_LEAD).rstrip(_TRAIL) for p in out)
     return [p for p in dict.fromkeys(stripped) if p]
 
@@ -211,7 +212,9 @@ def _special(word: str) -> tuple[str, str] | None:
     email = _email(word)
     if email is not None:
         return ("email", email)
-    if ("." in word or ":" in word) and names_network_host(word):
+    # an ASCII word names a host only with a dot, a colon or a percent-encoded dot; any
+    # other word is read (UTS 46 maps the ideographic and fullwidth full stops to dots)
+    if (not word.isascii() or any(c in word for c in ".:%")) and names_network_host(word):
         url = _url(word)
         if url is not None:
             return ("url", url)

@@ -302,6 +302,8 @@ def _respell_cases(a: str, b: str, pick: int) -> list[tuple[str, str, bool]]:
         (f"{uni}.de/x", f"{uni.upper()}.DE/x", True),
         (f"{uni}.de/x", f"{puny}.de/x", True),
         (f"{host}./x", f"{host}/x", True),  # the root's trailing dot: one DNS name
+        (f"{uni}\u3002de/x", f"{uni}.de/x", True),  # UTS 46: the ideographic full stop
+        (f"{a}%2e{b}.org/x", f"{a}.{b}.org/x", True),  # WHATWG percent-decodes a host
         # RFC 3986 6.2.2: percent-encoding's hex case and encoded unreserved characters
         (f"{host}/%7e{a}", f"{host}/~{a}", True),
         (f"{host}/p%2fq", f"{host}/p%2Fq", True),
@@ -329,6 +331,13 @@ def _respell_cases(a: str, b: str, pick: int) -> list[tuple[str, str, bool]]:
         (f"https://{a}@{b}.org/x", f"https://{a}{b}.org/x", False),
         (f"{host}:8080/x", f"http://{host}:8080/x/", True),
         (f"{host}:8080/x", f"{host}/x", False),
+        (f"{host}:8080/x", f"{host}:9090/x", False),
+        (f"{host}:8080/x", f"http://{host}8080/x", False),  # the colon is no decoration
+        (f"https://{a}:{b}@{host}/x", f"https://{a}:{a}{b}@{host}/x", False),
+        (f"ftp://{a}@{host}/x", f"http://ftp:{a}@{host}/x", False),
+        # a short IPv4 form is a number to the kernel (D2.7: "3.14" alone is not a
+        # destination), so it is grounded by nothing: fail-closed
+        (f"http://3.0.0.14/{a}", f"3.14/{a}", False),
         (f"ftp://{host}/x", f"FTP://{host.upper()}/x", True),
         (f"ftp://{host}/x", f"{host}/x", False),
         (f"http://[::1]:8080/{a}", f"http://[0:0::1]:8080/{a}", True),  # RFC 5952
@@ -375,38 +384,40 @@ BRACKETED = tuple(m for m in MARKUP if m.format("")[-1:] in (")", ">", "`", "}")
 
 
 @pytest.mark.fak_theorem("C4.6")
-@given(scenario, st.sampled_from(MARKUP), st.sampled_from(MARKUP), st.booleans(), st.data())
+@settings(max_examples=30)  # every markup, the trusted link and another, in each example
+@given(scenario, st.sampled_from(MARKUP), st.booleans(), st.sampled_from(FILLER))
 def test_links_written_inside_markup_are_destinations(
-    pool: list[tuple[str, str]], markup: str, user_markup: str, plain: bool, data: st.DataObject
+    pool: list[tuple[str, str]], user_markup: str, plain: bool, filler: str
 ) -> None:
     links = [i for i in pool if i[0] in ("url", "email")]
     if len(links) < 2:
         return
-    trusted, attacker = links[:1], links[1:]
-    link = data.draw(st.sampled_from(links))
-    written = spell(link, 4, False)
-    if link[0] == "email":
-        written = "mailto:" + written
-        # glued to a word by '=', ':' or ',' an address is a longer one (its local part
-        # grows): the whole word is a destination of its own, so e-mails use brackets
-        markup = markup if markup in BRACKETED else BRACKETED[len(markup) % len(BRACKETED)]
-    if trusted[0][0] == "email" and user_markup not in BRACKETED:
-        user_markup = BRACKETED[len(user_markup) % len(BRACKETED)]
+    trusted, attacker = links[0], links[1]
     # the user names the place plainly or in markup of their own
-    told = spell(trusted[0], 3, False)
+    told = spell(trusted, 3, False)
     if not plain:
-        scheme = "https://" if trusted[0][0] == "url" else "mailto:"
+        scheme = "https://" if trusted[0] == "url" else "mailto:"
+        if trusted[0] == "email" and user_markup not in BRACKETED:
+            user_markup = BRACKETED[len(user_markup) % len(BRACKETED)]
         told = user_markup.format(scheme + told)
     k = Kernel(_policy(content=True))
-    _session(k, f"to bob {told}", " ".join(a[1] for a in attacker))
+    _session(k, f"to bob {told}", " ".join(a[1] for a in links[1:]))
     k.record_trusted("s", "bob")
-    body = f"{data.draw(st.sampled_from(FILLER))} {markup.format(written)} thanks"
-    verdict = k.decide(ToolCall("send", json.dumps({"to": "bob", "body": body}), "s"))
-    if link in trusted:
-        assert verdict.kind == VerdictKind.ALLOW, (told, body, verdict.claim)
-    else:
-        assert verdict.kind == VerdictKind.DENY, body
-        assert verdict.meta["ifc_ungrounded"] == "/body"
+    for link in (trusted, attacker):
+        written = spell(link, 4, False)
+        # glued to a word by '=', ':' or ',' an address is a longer one (its local part
+        # grows): the whole word is a destination of its own, so e-mails use brackets
+        kinds = MARKUP if link[0] == "url" else BRACKETED
+        if link[0] == "email":
+            written = "mailto:" + written
+        for markup in kinds:
+            body = f"{filler} {markup.format(written)} thanks"
+            verdict = k.decide(ToolCall("send", json.dumps({"to": "bob", "body": body}), "s"))
+            if link is trusted:
+                assert verdict.kind == VerdictKind.ALLOW, (told, body, verdict.claim)
+            else:
+                assert verdict.kind == VerdictKind.DENY, body
+                assert verdict.meta["ifc_ungrounded"] == "/body"
 
 
 SCHEMES = ("https", "http", "HTTPS", "ftp", "git+ssh", "x-y.z9")
