@@ -163,11 +163,15 @@ class ApprovalResolver:
             return "not an approval token"
         signed, _, mac = token.rpartition(".")
         try:
-            given = _unb64(mac)
             payload = orjson.loads(_unb64(signed[len(_PREFIX) :]))
         except (ValueError, orjson.JSONDecodeError):
             return "a malformed approval token"
-        if not hmac.compare_digest(given, _mac(self._key, signed)):
+        # the MAC's own text, not its decoding: base64 decoding is lenient (it ignores
+        # stray characters and the last character's spare bits, and reads '+' as '-'), so
+        # comparing decoded bytes would accept other spellings of a token as that token
+        if not hmac.compare_digest(
+            mac.encode("utf-8", "surrogatepass"), _b64(_mac(self._key, signed)).encode("ascii")
+        ):
             return "the approval token's signature does not match"
         if not isinstance(payload, dict):
             return "a malformed approval token"

@@ -45,6 +45,7 @@ import threading
 import unicodedata
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import ada_url
@@ -58,6 +59,7 @@ __all__ = [
     "DEFAULT_UNTRUSTED_BYTES",
     "GroundingStore",
     "canonical_value",
+    "destination_pieces",
     "resolve_pointer",
 ]
 
@@ -92,10 +94,89 @@ def _words(text: str) -> list[str]:
     return out
 
 
+#: Characters that end a destination written inside a word of free text: quotes,
+#: brackets and the back quote, which RFC 3986 never leaves unencoded in a URI and
+#: Markdown and HTML put around links (``[text](https://x/)``, ``href="https://x/"``).
+_PIECE_SPLIT = re.compile(r"[\"'()<>\[\]{}`]++")
+#: where a link starts inside a run: at a ``://`` (its scheme walked back to) or ``mailto:``
+_LINK_START = re.compile(r"://|mailto:", re.IGNORECASE)
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
+
+
+def _link_starts(piece: str) -> set[int]:
+    """Where links start inside ``piece``: each ``scheme://`` at its scheme (RFC 3986's
+    scheme characters before the ``://``), each ``mailto:``. Linear: a walk back stops at
+    the ``:`` or ``/`` that ends the link before."""
+    starts = {0}
+    for m in _LINK_START.finditer(piece):
+        start = m.start()
+        if m.group() == "://":
+            while start and piece[start - 1] in _SCHEME_CHARS:
+                start -= 1
+        starts.add(start)
+    return starts
+
+
+def destination_pieces(word: str) -> list[str]:
+    """Every string inside one word of free text that a reader may take for a link: the
+    word (when it holds quotes or brackets, only if it has a ``://``), each run between
+    quotes and brackets, cut where a ``scheme://`` or ``mailto:`` starts (``see:https://x/``,
+    ``x.org/r?u=https://y/``); surrounding punctuation stripped. Linear in the word."""
+    pieces = _PIECE_SPLIT.split(word)
+    # a URL may hold brackets ("/wiki/Foo_(bar)", "[::1]"): then the whole word is one too
+    out = [word] if len(pieces) == 1 or "://" in word else []
+    for piece in pieces:
+        cuts = sorted(_link_starts(piece))
+        out.extend(piece[a:b] for a, b in pairwise([*cuts, len(piece)]))
+    stripped = (p.lstrip(_LEAD).rstrip(_TRAIL) for p in out)
+    return [p for p in dict.fromkeys(stripped) if p]
+
+
+def _ascii_lower(text: str) -> str:
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+#: IDNA's deviation characters: IDNA 2003 (Python's ``idna`` codec, so ``urllib`` and
+#: ``http.client``) maps them away (``faß.de`` is ``fass.de``), IDNA 2008 and WHATWG keep
+#: them (``xn--fa-hia.de``), so a host holding one names two places.
+_DEVIATIONS = frozenset("\u00df\u03c2\u200c\u200d")
+
+
+def _host(text: str) -> str | None:
+    """The WHATWG host of an authority, one trailing dot dropped; None when it has none
+    or it holds an IDNA deviation character (two readings, two places)."""
+    url = "http://" + text
+    if not ada_url.check_url(url):
+        return None
+    host = ada_url.URL(url).hostname
+    for label in host.split("."):
+        if label.startswith("xn--"):
+            try:
+                decoded = label[4:].encode("ascii").decode("punycode")
+            except (UnicodeError, ValueError):
+                return None
+            if _DEVIATIONS.intersection(decoded):
+                return None
+    return host[:-1] if host.endswith(".") else host
+
+
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+
+
+def _unpercent(m: re.Match[str]) -> str:
+    c = chr(int(m.group(1), 16))
+    return c if c in _UNRESERVED else "%" + m.group(1).upper()
+
+
 def _url(text: str) -> str | None:
-    """The canonical location of a URL or bare host[/path]; None if it has none."""
-    t = text if "://" in text or text.startswith(("mailto:", "http:", "https:")) else None
-    candidate = t if t is not None else "http://" + text
+    """The canonical location of a URL or bare host[/path]; None if it has none: the
+    scheme (if http or https), the fragment and a trailing ``/`` dropped, the host by the
+    WHATWG host parser, path and query as written up to RFC 3986's percent-encoding
+    normalisation (hex digits in upper case, unreserved characters decoded)."""
+    low = text.lower()
+    shaped = "://" in text or low.startswith(("mailto:", "http:", "https:"))
+    candidate = text if shaped else "http://" + text
     if not ada_url.check_url(candidate):
         return None
     url = ada_url.URL(candidate)
@@ -105,43 +186,41 @@ def _url(text: str) -> str | None:
         readings = {h.name for h in destination_hosts(text)}
     except HostError:
         return None
-    host = url.hostname.rstrip(".")
-    if readings - {host, url.hostname}:
+    host = _host(url.host)
+    if host is None or readings - {host, host.strip("[]")}:
         return None  # the readings disagree on the host: ambiguous, never grounded
-    href: str = url.href
-    if url.hash:
-        href = href[: -len(url.hash)]
-    for scheme in ("http://", "https://"):
-        if href.startswith(scheme):
-            href = href[len(scheme) :]
-            break
-    if url.hostname != host:
-        href = href.replace(url.hostname, host, 1)
-    return href.rstrip("/")
+    scheme = "" if url.protocol in ("http:", "https:") else url.protocol + "//"
+    auth = url.username + (":" + url.password if url.password else "")
+    head = scheme + (auth + "@" if auth else "") + host + (":" + url.port if url.port else "")
+    path = _PERCENT.sub(_unpercent, url.pathname).rstrip("/")
+    return head + path + _PERCENT.sub(_unpercent, url.search)
 
 
 def _email(text: str) -> str | None:
+    """``local@domain`` with the local part as written but for ASCII case (RFC 5321: a
+    mailbox is its local part's exact text; hosts fold only ASCII case) and the domain by
+    the WHATWG host parser; a leading ``mailto:`` names the same mailbox."""
+    if text[:7].lower() == "mailto:":
+        text = text[7:]
     if not _EMAIL.match(text):
         return None
-    local, _, domain = text.rpartition("@")
-    if not local or not domain:
+    local, _, domain = text.rpartition("@")  # both non-empty: the pattern says so
+    if any(c in domain for c in ":/\\?#%"):
         return None
-    url = "http://" + domain
-    if "/" in domain or not ada_url.check_url(url):
-        return None
-    host = ada_url.URL(url).hostname.rstrip(".")
-    return f"{local}@{host}" if host else None
+    host = _host(domain)
+    return f"{_ascii_lower(local)}@{host}" if host else None
 
 
 def _special(word: str) -> tuple[str, str] | None:
-    """A word's canonical form when it is an e-mail address, a URL/host or an IBAN."""
-    if "@" in word:
-        email = _email(word)
-        if email is not None:
-            return ("email", email)
-    if _IBAN.match(word):
-        return ("iban", word)
-    if ("." in word or ":" in word) and names_network_host(word):
+    """A word's canonical form when it is an e-mail address or a URL/host (as written:
+    folding it first would merge places the parsers keep apart, ``faß.de`` and
+    ``fass.de``); IBANs are read from the folded words."""
+    email = _email(word)
+    if email is not None:
+        return ("email", email)
+    # an ASCII word names a host only with a dot, a colon or a percent-encoded dot; any
+    # other word is read (UTS 46 maps the ideographic and fullwidth full stops to dots)
+    if (not word.isascii() or any(c in word for c in ".:%")) and names_network_host(word):
         url = _url(word)
         if url is not None:
             return ("url", url)
@@ -162,24 +241,26 @@ def _canonical(value: str) -> tuple[str, str]:
     if _IBAN.match(compact):
         return ("iban", compact)
     words = _words(v)
-    if len(words) == 1:
-        special = _special(words[0])
+    raw = value.split()
+    if len(words) == 1 and len(raw) == 1:
+        word = raw[0].lstrip(_LEAD).rstrip(_TRAIL)
+        special = _special(word)
         if special is not None:
             return special
-        if "://" in words[0] or names_network_host(words[0]):
-            return ("url", "")  # URL-shaped but with no canonical form: never grounded
+        if "://" in words[0] or names_network_host(words[0]) or _special(words[0]) is not None:
+            # URL-shaped with no canonical form, or a destination only once folded
+            # (a fullwidth e-mail address): never grounded
+            return ("url", "")
     return ("text", " ".join(words))
 
 
-def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
-    """The text's words (joined by one space) and the canonical specials in it."""
-    words = _words(text)
-    specials: set[tuple[str, str]] = set()
+def _ibans(words: list[str]) -> set[tuple[str, str]]:
+    """The IBANs among folded words, whole or written in groups."""
+    found: set[tuple[str, str]] = set()
     n = len(words)
     for i, w in enumerate(words):
-        s = _special(w)
-        if s is not None:
-            specials.add(s)
+        if _IBAN.match(w):
+            found.add(("iban", w))
         if _IBAN_HEAD.match(w) and len(w) < 15:
             # an IBAN written in groups: join the short alphanumeric groups that follow
             joined, j = w, i + 1
@@ -187,10 +268,23 @@ def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
                 joined += words[j]
                 j += 1
                 if len(joined) >= 15 and _IBAN.match(joined):
-                    specials.add(("iban", joined))
+                    found.add(("iban", joined))
+    return found
+
+
+def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
+    """The text's words (joined by one space) and the canonical specials in it."""
+    words = _words(text)
+    specials: set[tuple[str, str]] = set()
+    for raw in text.split():
+        for piece in destination_pieces(raw):
+            s = _special(piece)
+            if s is not None:
+                specials.add(s)
+    specials.update(_ibans(words))
     # a sentence that ends in a host with no space after its full stop ("see x.com.Then")
-    for m in _RUN_ON.finditer(unicodedata.normalize("NFKC", text)):
-        s = _special(m.group(1).casefold())
+    for m in _RUN_ON.finditer(text):
+        s = _special(m.group(1))
         if s is not None:
             specials.add(s)
     specials.update(("word", w) for w in words)  # a one-word value is one lookup

@@ -21,7 +21,13 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from fak_core.grounding import GroundingStore, canonical_value, is_missing, resolve_pointer
+from fak_core.grounding import (
+    GroundingStore,
+    canonical_value,
+    destination_pieces,
+    is_missing,
+    resolve_pointer,
+)
 from fak_core.hosts import names_network_host
 from fak_core.ledger import TaintLedger
 from fak_core.nonblocking import nonblocking
@@ -220,18 +226,14 @@ def external_destinations(args: Any, first_only: bool = False) -> list[str]:
     return found
 
 
-_WORD_LEAD = "\"'([{<*`"
-_WORD_TRAIL = "\"'.,;:!?)]}>*`"
-
-
 def embedded_destinations(text: str) -> list[str]:
     """Every word of free text that names an external destination (a URL, an e-mail
-    address, a host), surrounding punctuation stripped; one pass over the text."""
-    found = []
+    address, a host), surrounding punctuation stripped, and every one written inside a
+    word (:func:`fak_core.grounding.destination_pieces`); linear in the text."""
+    found: list[str] = []
     for raw in text.split():
-        word = raw.lstrip(_WORD_LEAD).rstrip(_WORD_TRAIL)
-        if word and looks_external(word, False):
-            found.append(word)
+        # the word, and every link written inside it (``[x](https://y/)``, ``href="..."``)
+        found.extend(w for w in destination_pieces(raw) if looks_external(w, False))
     return found
 
 

@@ -77,6 +77,48 @@ def test_a_token_approves_its_own_call_once_and_nothing_else(
     assert resolver.resolve(_call(trace, tool, args, ""), "claim") == WitnessOutcome.ABSTAIN
 
 
+B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+#: the base64url alphabet, the standard one's '+' and '/', padding, separators, a stray
+RESPELL = B64 + "+/=.!% "
+
+
+def respellings(token: str, where: int) -> list[str]:
+    """Every token that differs from ``token`` in one character at ``where``: changed to
+    any other character of :data:`RESPELL`, one inserted before it, or it removed."""
+    out = [token[:where] + c + token[where + 1 :] for c in RESPELL if c != token[where]]
+    out += [token[:where] + c + token[where:] for c in RESPELL]
+    out.append(token[:where] + token[where + 1 :])
+    return [t for t in out if t != token]
+
+
+@pytest.mark.fak_theorem("C4.8")
+@given(names, names, args_st, st.integers(0, 10**6), st.integers(0, 10**6))
+def test_a_token_respelled_in_one_character_is_refused(
+    trace: str, tool: str, args: dict[str, object], where: int, which: int
+) -> None:
+    # the oracle is the definition: only the minted text approves
+    token = mint_approval(KEY, trace, tool, args, 60, 1_000_000.0)
+    others = respellings(token, where % len(token))
+    resolver = ApprovalResolver(KEY, clock=Clock())
+    call = _call(trace, tool, args, "")
+    assert resolver.verify(call, others[which % len(others)]) is not None
+    assert resolver.verify(call, token) is None
+
+
+@pytest.mark.fak_theorem("C4.8")
+def test_every_one_character_respelling_of_a_token_is_refused() -> None:
+    # every position, every respelling: in the MAC a lenient base64 decoder reads several
+    # texts as one MAC ('-' and '+', the last character's two spare bits, stray characters)
+    for args in ({}, {"to": "x@y.example", "amount": 5}):
+        token = mint_approval(KEY, "s", "pay", args, 60, 1_000_000.0)
+        resolver = ApprovalResolver(KEY, clock=Clock())
+        call = _call("s", "pay", args, "")
+        for where in range(len(token)):
+            for other in respellings(token, where):
+                assert resolver.verify(call, other) is not None, other
+        assert resolver.verify(call, token) is None
+
+
 def _kernel() -> Kernel:
     decl = ToolDecl("SPEND", ("/to",), approve=True)
     k = Kernel(
@@ -165,6 +207,11 @@ def test_every_refusal_says_why() -> None:
     assert r.verify(call, _signed({**good, "n": "a"}, OTHER)) == (
         "the approval token's signature does not match"
     )
+    # a MAC of other characters (a lone surrogate: JSON's "\ud800" reaches here) is
+    # refused as a value, never raised
+    body = _signed({**good, "n": "a"}).rpartition(".")[0]
+    for mac in ("\ud800", "\u00e9" * 43, ""):
+        assert r.verify(call, f"{body}.{mac}") == "the approval token's signature does not match"
     assert r.verify(call, _signed({**good, "t": "x", "n": "a"})) == (
         "the approval is for another session or tool"
     )

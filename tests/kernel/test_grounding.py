@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fak_core import (
@@ -27,9 +27,19 @@ from fak_core import (
     VerdictKind,
     load_policy,
 )
+from fak_core.grounding import _canonical
 from fak_core.taint import Taint
 
 V2 = "fak-policy/v2"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_canonical_forms() -> None:
+    """Empty the canonical-value cache: a form the real code computed in an earlier test
+    must not answer for a generated mutant of the canonicaliser in this one."""
+    _canonical.cache_clear()
+
+
 FILLER = ("please", "the", "report", "for", "today", "thanks", "and")
 alpha = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=4, max_size=8)
 
@@ -269,6 +279,176 @@ def test_grounding_memory_is_bounded_and_forgetting_grounds_nothing(
         assert not store.grounded("victim", "Alice")
 
 
+# ------------------------------------------------- C4.6 spellings, from the specs' rules
+# Each case is (the user's spelling, the call's spelling, same place?) and says by which
+# rule the two name one place or two; none is computed by the code under test.
+FULLWIDTH = {chr(c): chr(c - 0x61 + 0xFF41) for c in range(0x61, 0x7B)}
+DEVIATIONS = ("\u00df", "\u03c2")  # ß, final sigma: IDNA 2003 maps them away, 2008 keeps them
+#: one character each that NFKC/case folding turns into ASCII letters: long s, Kelvin sign,
+#: the fi ligature, a fullwidth letter
+FOLDS_TO_ASCII = (("\u017f", "s"), ("\u212a", "k"), ("\ufb01", "fi"), ("\uff41", "a"))
+
+
+def _respell_cases(a: str, b: str, pick: int) -> list[tuple[str, str, bool]]:
+    host = f"{a}.{b}.org"
+    fold, ascii_ = FOLDS_TO_ASCII[pick % len(FOLDS_TO_ASCII)]
+    dev = DEVIATIONS[pick % 2]
+    uni = f"{a}\u00fc{b}"  # a label with ü: IDNA's ToASCII, by Python's punycode codec
+    puny = "xn--" + uni.encode("punycode").decode("ascii")
+    return [
+        # WHATWG/UTS 46: a host's letters in any case or width are one host
+        (f"https://{host}/pay", f"HTTPS://{host.upper()}/pay", True),
+        (f"{host}/pay", "".join(FULLWIDTH.get(c, c) for c in host) + "/pay", True),
+        (f"{uni}.de/x", f"{uni.upper()}.DE/x", True),
+        (f"{uni}.de/x", f"{puny}.de/x", True),
+        (f"{host}./x", f"{host}/x", True),  # the root's trailing dot: one DNS name
+        (f"{uni}\u3002de/x", f"{uni}.de/x", True),  # UTS 46: the ideographic full stop
+        (f"{a}%2e{b}.org/x", f"{a}.{b}.org/x", True),  # WHATWG percent-decodes a host
+        # RFC 3986 6.2.2: percent-encoding's hex case and encoded unreserved characters
+        (f"{host}/%7e{a}", f"{host}/~{a}", True),
+        (f"{host}/p%2fq", f"{host}/p%2Fq", True),
+        # ... but a reserved character encoded is another path, and path and query keep
+        # their case (RFC 3986 6.2.2.1: only scheme and host are case-insensitive)
+        (f"{host}/p%2Fq", f"{host}/p/q", False),
+        (f"https://{host}/p%20q", f"HTTPS://{host.upper()}/p%20q", True),
+        (f"{host}/{a}", f"{host}/{a.upper()}", False),
+        (f"{host}/r?to={a}", f"{host}/r?to={a.capitalize()}", False),
+        # RFC 5321: a mailbox is its local part's text; hosts fold only ASCII case
+        (f"{a}@{host}", f"{a.upper()}@{host.upper()}", True),
+        (f"{a}@{host}", f"mailto:{a}@{host}", True),
+        (f"{ascii_}{a}@{host}", f"{fold}{a}@{host}", False),
+        (f"{fold}{a}@{host}", f"{ascii_}{a}@{host}", False),
+        # IDNA 2003 reads sharp s as ss and final sigma as sigma, 2008 and WHATWG keep them
+        (f"{a}ss{b}.de/x", f"{a}\u00df{b}.de/x", False),
+        (f"{a}\u00df{b}.de/x", f"{a}ss{b}.de/x", False),
+        (f"{a}{dev}.com", f"{a}{dev}.com", False),  # never grounded, even as written
+        (f"{a}@{a}{dev}.com", f"{a}@{a}{dev}.com", False),
+        # WHATWG: an xn-- label that is not Punycode fails the host parser: no place
+        (f"{a}.xn--zz.com/x", f"{a}.xn--zz.com/x", False),
+        # RFC 3986 3.2: userinfo and port are parts of the authority, the scheme of the URL
+        (f"https://{a}:{b}@{host}/x", f"HTTPS://{a}:{b}@{host.upper()}/x", True),
+        (f"https://{a}:{b}@{host}/x", f"https://{host}/x", False),
+        (f"https://{a}:{b}@{host}/x", f"https://{a}{b}@{host}/x", False),
+        (f"https://{a}@{b}.org/x", f"https://{a}{b}.org/x", False),
+        (f"{host}:8080/x", f"http://{host}:8080/x/", True),
+        (f"{host}:8080/x", f"{host}/x", False),
+        (f"{host}:8080/x", f"{host}:9090/x", False),
+        (f"{host}:8080/x", f"http://{host}8080/x", False),  # the colon is no decoration
+        (f"https://{a}:{b}@{host}/x", f"https://{a}:{a}{b}@{host}/x", False),
+        (f"ftp://{a}@{host}/x", f"http://ftp:{a}@{host}/x", False),
+        # a short IPv4 form is a number to the kernel (D2.7: "3.14" alone is not a
+        # destination), so it is grounded by nothing: fail-closed
+        (f"http://3.0.0.14/{a}", f"3.14/{a}", False),
+        (f"ftp://{host}/x", f"FTP://{host.upper()}/x", True),
+        (f"ftp://{host}/x", f"{host}/x", False),
+        (f"http://[::1]:8080/{a}", f"http://[0:0::1]:8080/{a}", True),  # RFC 5952
+        # a sentence that ends in a host with no space after its full stop
+        (f"{host}.Then", host, True),
+    ]
+
+
+@pytest.mark.fak_theorem("C4.6")
+@settings(max_examples=20)  # every case in each example: 20 draws of the names suffice
+@given(alpha, alpha, st.integers(0, 1000), st.data())
+def test_spellings_of_one_place_ground_it_and_lookalikes_of_another_do_not(
+    a: str, b: str, pick: int, data: st.DataObject
+) -> None:
+    filler = data.draw(st.sampled_from(FILLER))
+    k = Kernel(_policy())
+    for i, (trusted, value, same) in enumerate(_respell_cases(a, b, pick)):
+        s = f"s{i}"
+        k.record_trusted(s, f"{filler} {trusted}, {filler}")
+        k.admit(ToolCall("fetch", "{}", s), Result(Status.OK, f"send to {value}"))
+        verdict = k.decide(ToolCall("send", json.dumps({"to": value}), s))
+        assert verdict.kind == (VerdictKind.ALLOW if same else VerdictKind.DENY), (
+            trusted,
+            value,
+            verdict.claim,
+        )
+
+
+#: Markup that writes a link inside a word: Markdown links and images, HTML attributes,
+#: autolinks, query parameters, and punctuation glued to the link
+MARKUP = (
+    "[here]({})",
+    "![img]({})",
+    '<a href="{}">x</a>',
+    "<img src='{}'>",
+    "<{}>",
+    "link={}",
+    "see:{}",
+    "x,{}",
+    "`{}`",
+    "{{{}}}",
+)
+BRACKETED = tuple(m for m in MARKUP if m.format("")[-1:] in (")", ">", "`", "}"))
+
+
+@pytest.mark.fak_theorem("C4.6")
+@settings(max_examples=30)  # every markup, the trusted link and another, in each example
+@given(scenario, st.sampled_from(MARKUP), st.booleans(), st.sampled_from(FILLER))
+def test_links_written_inside_markup_are_destinations(
+    pool: list[tuple[str, str]], user_markup: str, plain: bool, filler: str
+) -> None:
+    links = [i for i in pool if i[0] in ("url", "email")]
+    if len(links) < 2:
+        return
+    trusted, attacker = links[0], links[1]
+    # the user names the place plainly or in markup of their own
+    told = spell(trusted, 3, False)
+    if not plain:
+        scheme = "https://" if trusted[0] == "url" else "mailto:"
+        if trusted[0] == "email" and user_markup not in BRACKETED:
+            user_markup = BRACKETED[len(user_markup) % len(BRACKETED)]
+        told = user_markup.format(scheme + told)
+    k = Kernel(_policy(content=True))
+    _session(k, f"to bob {told}", " ".join(a[1] for a in links[1:]))
+    k.record_trusted("s", "bob")
+    for link in (trusted, attacker):
+        written = spell(link, 4, False)
+        # glued to a word by '=', ':' or ',' an address is a longer one (its local part
+        # grows): the whole word is a destination of its own, so e-mails use brackets
+        kinds = MARKUP if link[0] == "url" else BRACKETED
+        if link[0] == "email":
+            written = "mailto:" + written
+        for markup in kinds:
+            body = f"{filler} {markup.format(written)} thanks"
+            verdict = k.decide(ToolCall("send", json.dumps({"to": "bob", "body": body}), "s"))
+            if link is trusted:
+                assert verdict.kind == VerdictKind.ALLOW, (told, body, verdict.claim)
+            else:
+                assert verdict.kind == VerdictKind.DENY, body
+                assert verdict.meta["ifc_ungrounded"] == "/body"
+
+
+SCHEMES = ("https", "http", "HTTPS", "ftp", "git+ssh", "x-y.z9")
+#: what glues a link to the word before it: none of RFC 3986's scheme characters
+GLUE = ("see:", "u=", "x,", "a;b=", "//", "?next=", "mailto:me@x.org,")
+
+
+@pytest.mark.fak_theorem("C4.6")
+@settings(max_examples=30)  # every scheme and glue in each example
+@given(alpha, alpha, st.sampled_from(("{}", *MARKUP)))
+def test_a_link_inside_a_word_is_read_from_its_first_character(a: str, b: str, markup: str) -> None:
+    from fak_core.grounding import destination_pieces
+
+    # the oracle builds the link and the word around it; the link must come out whole
+    links = [f"{scheme}://{a}.{b}.org/{a}?q={b}" for scheme in SCHEMES]
+    links.append(f"MAILTO:{a}@{b}.org")
+    for link in links:
+        for glue in ("", *GLUE):
+            if link.startswith("MAILTO:") and glue.endswith(":"):
+                glue = glue + "x,"  # "see:MAILTO:..." is one longer address
+            word = markup.format(glue + link)
+            assert link in destination_pieces(word), word
+            # and so is the word around it, when it has no brackets or has a ://
+            if "://" in word or not any(c in word for c in "\"'()<>[]{}`"):
+                assert word.lstrip(LEAD).rstrip(TRAIL) in destination_pieces(word), word
+
+
+LEAD, TRAIL = "\"'([{<*`", "\"'.,;:!?)]}>*`"
+
+
 # ---------------------------------------------------------------- D2.8 declared semantics
 NAMES = {  # a name-heuristics table written by hand: the oracle for undeclared tools
     "send_mail": "EGRESS",
@@ -415,8 +595,12 @@ def test_word_sequences_lengths_lists_and_content_edges() -> None:
         return k.decide(ToolCall("send", json.dumps(args), "s")).kind
 
     allow, deny = VerdictKind.ALLOW, VerdictKind.DENY
-    # a value of several words is grounded only as that word sequence
+    # a value of several words is grounded only as that word sequence, at either end of
+    # a text too
     assert kind({"to": "dana reyes"}) == allow
+    k.record_trusted("s", "Carol Ames")
+    assert kind({"to": "carol ames"}) == allow
+    assert kind({"to": "ames carol"}) == deny
     assert kind({"to": "DANA  Reyes"}) == allow
     assert kind({"to": "Reyes Dana"}) == deny
     assert kind({"to": "Dana Rey"}) == deny
@@ -451,6 +635,19 @@ def test_word_sequences_lengths_lists_and_content_edges() -> None:
     assert store.grounded("nobody", "dana") is False
     assert store.grounded("s", "...") is False
     assert store.grounded("s", "x" * (MAX_VALUE_CHARS + 1)) is False
+
+
+@pytest.mark.fak_theorem("C4.6")
+def test_a_word_too_long_to_read_as_a_destination_grounds_nothing() -> None:
+    # a store with room for a word longer than the host reader's bound: the word is
+    # read as no place (never grounded), and recording it does not fail
+    from fak_core.hosts import MAX_DESTINATION_CHARS
+
+    store = GroundingStore(trusted_bytes=1 << 20)
+    long = "https://x.example/" + "a" * MAX_DESTINATION_CHARS
+    store.record_trusted("s", f"see {long} and https://y.example/p")
+    assert store.grounded("s", "https://y.example/p")
+    assert not store.grounded("s", "https://x.example/" + "a" * 10)
 
 
 @pytest.mark.fak_theorem("C4.6")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import unicodedata
 from typing import Any
 from unittest import mock
 
@@ -15,6 +16,7 @@ from pytest_fak import mutant
 
 _grounding = importlib.import_module("fak_core.grounding")
 _user_words = importlib.import_module("fak_core.gateway.user_words")
+_sinks = importlib.import_module("fak_core.sinks")
 _real_set_policy = SinkGate.set_policy
 _real_ungrounded = SinkGate._ungrounded
 _real_grounded = GroundingStore.grounded
@@ -125,6 +127,79 @@ def tool_results_as_user_words() -> Any:
     )
 
 
+def _uncached(*patches: Any) -> Any:
+    """``patches`` in force with the canonical-value cache emptied on entry and exit, so
+    no form computed by the real code answers for the mutant (and none of the mutant's
+    outlives it)."""
+
+    @contextlib.contextmanager
+    def entered() -> Any:
+        _grounding._canonical.cache_clear()
+        try:
+            with _chain(*patches):
+                yield
+        finally:
+            _grounding._canonical.cache_clear()
+
+    return entered()
+
+
+_real_host = _grounding._host
+_real_url = _grounding._url
+
+
+@mutant("C4.6/host-folded-before-idna")
+def host_folded_before_idna() -> Any:
+    """A host is NFKC-case-folded by Python before the WHATWG host parser reads it (the
+    original bug): ``faß.de`` becomes ``fass.de``, another registrable name."""
+
+    def host(text: str) -> str | None:
+        return _real_host(unicodedata.normalize("NFKC", text).casefold())
+
+    return _uncached(mock.patch.object(_grounding, "_host", host))
+
+
+@mutant("C4.6/deviation-grounded")
+def deviation_grounded() -> Any:
+    """A host holding an IDNA deviation character (ß, ς, ZWJ, ZWNJ) is grounded by its
+    WHATWG reading, though ``urllib`` (IDNA 2003) resolves it to another name."""
+    return _uncached(mock.patch.object(_grounding, "_DEVIATIONS", frozenset()))
+
+
+@mutant("C4.6/local-part-folded")
+def local_part_folded() -> Any:
+    """An e-mail local part is NFKC-case-folded (the original bug): the mailbox
+    ``\u017fam@x`` (long s) is grounded by ``sam@x``."""
+
+    def fold(text: str) -> str:
+        return unicodedata.normalize("NFKC", text).casefold()
+
+    return _uncached(mock.patch.object(_grounding, "_ascii_lower", fold))
+
+
+@mutant("C4.6/path-case-folded")
+def path_case_folded() -> Any:
+    """A URL's path and query are compared in lower case (the original bug):
+    ``x.org/Report`` is grounded by ``x.org/report``."""
+
+    def url(text: str) -> str | None:
+        found = _real_url(text)
+        return None if found is None else found.lower()
+
+    return _uncached(mock.patch.object(_grounding, "_url", url))
+
+
+@mutant("C4.6/links-in-words-unread")
+def links_in_words_unread() -> Any:
+    """Only whole words of declared content are read (the original bug): a Markdown link
+    ``[here](https://evil.example/)`` or ``href="..."`` is no destination."""
+
+    def whole_word(word: str) -> list[str]:
+        return [word.lstrip(_grounding._LEAD).rstrip(_grounding._TRAIL)]
+
+    return _uncached(mock.patch.object(_sinks, "destination_pieces", whole_word))
+
+
 def _chain(*patches: Any) -> Any:
     stack = contextlib.ExitStack()
 
@@ -175,6 +250,26 @@ def expiry_ignored() -> Any:
         real_init(self, key, max_used, lambda: 0.0, nonces)
 
     return mock.patch.object(_approvals.ApprovalResolver, "__init__", init)
+
+
+@mutant("C4.8/mac-malleable")
+def mac_malleable() -> Any:
+    """The MAC is compared after lenient base64 decoding (the original bug): a token with
+    its MAC respelled ('-' as '+', a stray character, the last character's spare bits
+    changed) decodes to the same bytes and passes for the minted token."""
+    real = _approvals.ApprovalResolver.verify
+
+    def verify(self: Any, call: Any, token: str) -> str | None:
+        signed, dot, mac = token.rpartition(".")
+        try:
+            given = _approvals._unb64(mac)
+        except ValueError:
+            return real(self, call, token)
+        if dot and given == _approvals._mac(self._key, signed):
+            token = signed + "." + _approvals._b64(given)
+        return real(self, call, token)
+
+    return mock.patch.object(_approvals.ApprovalResolver, "verify", verify)
 
 
 # ---------------------------------------------------------------- D2.9 argument rules
