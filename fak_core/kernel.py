@@ -42,6 +42,7 @@ from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import Witnessed, fold, fold_results, fold_results_witnessed
 from fak_core.grounding import GroundingStore
+from fak_core.identifiers import identifier_values
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
 from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
@@ -672,6 +673,10 @@ class Kernel:
                 self.grounding.record_trusted(call.trace_id, result.payload, "tool:" + call.tool)
             else:
                 self.grounding.record_untrusted(call.trace_id, result.payload, call.tool)
+            decl = self.policy.tools.get(call.tool)
+            if decl is not None and decl.identifiers and result.status == Status.OK:
+                found = identifier_values(result.payload, decl.identifiers)
+                self.grounding.record_identifiers(call.trace_id, found, "ids:" + call.tool)
         if self._subscribers:
             self._emit(EventKind.QUARANTINE if quarantined else EventKind.ADMIT, call, v, result)
         return (result._replace(taint=taint) if result.taint != taint else result), v
