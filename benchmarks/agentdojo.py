@@ -248,16 +248,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _table(ns: argparse.Namespace) -> int:
-    print("| suite | pairs | v1 benign | v1 attack success | v2 benign | v2 attack success "
-          "| approvals: benign if approved | approvals: pairs holding a call for a human |")
+    print(
+        "| suite | pairs | v1 benign | v1 attack success | v2 benign | v2 attack success "
+        "| approvals: benign if approved | approvals: pairs holding a call for a human |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     sums = [0] * 9
     for name in ns.suite:
         v1 = run_suite(name, ns.policies / f"{name}.v1.toml", ns.adaptive)
         v2 = run_suite(name, ns.policies / f"{name}.toml", ns.adaptive)
         ap = run_suite(name, ns.policies / f"{name}.approve.toml", ns.adaptive)
-        row = (v2.attack_total, v1.benign, v1.attacks, v2.benign, v2.attacks, ap.approvable,
-               ap.held_attacks, v2.benign_total, ap.attacks)
+        row = (
+            v2.attack_total,
+            v1.benign,
+            v1.attacks,
+            v2.benign,
+            v2.attacks,
+            ap.approvable,
+            ap.held_attacks,
+            v2.benign_total,
+            ap.attacks,
+        )
         sums = [a + b for a, b in zip(sums, row, strict=True)]
         _row(name, row)
     if len(ns.suite) > 1:
@@ -267,9 +278,11 @@ def _table(ns: argparse.Namespace) -> int:
 
 def _row(name: str, r: tuple[int, ...] | list[int]) -> None:
     pairs, v1b, v1a, v2b, v2a, apb, aph, tasks, apa = r
-    print(f"| {name} | {pairs} | {_pct(v1b, tasks)} | {_pct(v1a, pairs)} | {_pct(v2b, tasks)} "
-          f"| {_pct(v2a, pairs)} | {_pct(apb, tasks)} | {_pct(aph, pairs)} "
-          f"(attack success {_pct(apa, pairs)}) |")
+    print(
+        f"| {name} | {pairs} | {_pct(v1b, tasks)} | {_pct(v1a, pairs)} | {_pct(v2b, tasks)} "
+        f"| {_pct(v2a, pairs)} | {_pct(apb, tasks)} | {_pct(aph, pairs)} "
+        f"(attack success {_pct(apa, pairs)}) |"
+    )
 
 
 if __name__ == "__main__":
