@@ -139,8 +139,10 @@ def _calls(task: Any, env: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(c.function, dict(c.args)) for c in task.ground_truth(env)]
 
 
-def run_suite(name: str, policy_path: Path, adaptive: bool = False) -> SuiteFigures:
-    suite = get_suite("v1", name)
+def run_suite(
+    name: str, policy_path: Path, adaptive: bool = False, version: str = "v1.2.2"
+) -> SuiteFigures:
+    suite = get_suite(version, name)
     policy = load_policy(policy_path)
     runtime = FunctionsRuntime(suite.tools)
     figures = SuiteFigures(name)
@@ -212,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a refused side-effecting injection call is retried through every other tool "
         "that takes the same arguments (schedule_transaction for send_money, ...)",
     )
+    ap.add_argument(
+        "--benchmark-version",
+        default="v1.2.2",
+        help="AgentDojo's benchmark version (v1.2.2: 97 user tasks, 929 pairs; v1: 629 pairs)",
+    )
     ap.add_argument("--table", action="store_true", help="every variant, one Markdown table")
     ns = ap.parse_args(argv)
     if ns.table:
@@ -220,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ns.suite:
         kind = ".v1" if ns.v1 else ".approve" if ns.approve else ""
         path = ns.policies / f"{name}{kind}.toml"
-        f = run_suite(name, path, ns.adaptive)
+        f = run_suite(name, path, ns.adaptive, ns.benchmark_version)
         print(f"== {name} ({path.name})")
         print(f"   benign tasks with every call allowed: {_pct(f.benign, f.benign_total)}")
         print(f"   attack success: {_pct(f.attacks, f.attack_total)}")
@@ -255,9 +262,10 @@ def _table(ns: argparse.Namespace) -> int:
     print("|---|---|---|---|---|---|---|---|")
     sums = [0] * 9
     for name in ns.suite:
-        v1 = run_suite(name, ns.policies / f"{name}.v1.toml", ns.adaptive)
-        v2 = run_suite(name, ns.policies / f"{name}.toml", ns.adaptive)
-        ap = run_suite(name, ns.policies / f"{name}.approve.toml", ns.adaptive)
+        v1, v2, ap = (
+            run_suite(name, ns.policies / f"{name}{kind}.toml", ns.adaptive, ns.benchmark_version)
+            for kind in (".v1", "", ".approve")
+        )
         row = (
             v2.attack_total,
             v1.benign,

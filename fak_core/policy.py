@@ -62,6 +62,7 @@ _TOOL_DECL_KEYS = (
     "allow_destinations",
     "approve",
     "identifiers",
+    "confidential",
 )
 SOURCE_NAMES = ("trusted_local", "untrusted")
 
@@ -109,6 +110,9 @@ class ToolDecl:
     #: values name entities the system keeps; each grounds a destination equal to it as
     #: a whole value (:mod:`fak_core.identifiers`).
     identifiers: tuple[str, ...] = ()
+    #: JSON Pointers into the tool's *result* whose values are the user's secrets: a
+    #: tainted session's sink calls may not carry them (:mod:`fak_core.confidential`).
+    confidential: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -426,7 +430,13 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
         ids = tuple(_pointer(f"{where}.identifiers[{i}]", d) for i, d in enumerate(raw_ids))
         if len(set(ids)) != len(ids):
             raise _fail(f"{where}.identifiers", "a result field is listed twice")
-        out[tool] = ToolDecl(sink, pointers, allowed, content, approve, ids)
+        raw_conf = decl.get("confidential", [])
+        if not isinstance(raw_conf, list):
+            raise _fail(f"{where}.confidential", "expected a list of JSON Pointers into the result")
+        conf = tuple(_pointer(f"{where}.confidential[{i}]", d) for i, d in enumerate(raw_conf))
+        if len(set(conf)) != len(conf):
+            raise _fail(f"{where}.confidential", "a result field is listed twice")
+        out[tool] = ToolDecl(sink, pointers, allowed, content, approve, ids, conf)
     return out
 
 
@@ -601,6 +611,7 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
                         "allow_destinations": list(d.allow_destinations),
                         "approve": d.approve,
                         "identifiers": list(d.identifiers),
+                        "confidential": list(d.confidential),
                     }
                     for name, d in policy.tools.items()
                 },
