@@ -58,7 +58,7 @@ def spell(value: str, seps: list[str], flips: int) -> str:
     return "".join(out)
 
 
-@pytest.mark.fak_theorem("C4.10")
+@pytest.mark.fak_theorem("C4.10", "C4.3")
 @given(
     st.lists(secret, min_size=3, max_size=6, unique=True),
     st.data(),

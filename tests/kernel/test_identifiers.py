@@ -63,7 +63,7 @@ def _sent(k: Kernel, value: str) -> bool:
     return k.decide(ToolCall("send", json.dumps({"to": value}), "s")).kind == VerdictKind.ALLOW
 
 
-@pytest.mark.fak_theorem("C4.9")
+@pytest.mark.fak_theorem("C4.9", "C4.6")
 @given(
     st.lists(st.tuples(identity, identity, st.booleans()), min_size=1, max_size=6),
     st.lists(identity, max_size=3),
