@@ -340,7 +340,8 @@ class SinkGate:
             args = view.args()
             bad = self._ungrounded(call.trace_id, tool, decl, args)
             if bad is None:
-                leak = self.confidential.carried(call.trace_id, args) if self.confidential else None
+                store = self.confidential
+                leak = store.carried(call.trace_id, args) if store is not None else None
                 if leak is None:
                     return _GROUNDED
                 pointer, origin = leak

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, PolicyError, Result, Status, ToolCall, ToolDecl, VerdictKind
-from fak_core.identifiers import identifier_values
+from fak_core.identifiers import MAX_IDENTIFIERS, MAX_RESULT_CHARS, identifier_values
 from fak_core.policy import parse_policy, policy_to_dict
 from fak_core.taint import Taint
 
@@ -147,3 +147,14 @@ def test_identifiers_parse_strictly_and_round_trip() -> None:
         raw = {"sink": "NONE", "identifiers": bad}
         with pytest.raises(PolicyError, match=key.replace("[", r"\[")):
             parse_policy({**doc, "tools": {"inbox": raw}})
+
+
+@pytest.mark.fak_theorem("C4.9")
+def test_the_result_and_the_count_are_bounded() -> None:
+    body = json.dumps([{"sender": "Alice Smith"}])
+    exact = body + " " * (MAX_RESULT_CHARS - len(body))  # JSON allows trailing space
+    assert identifier_values(exact, ("/*/sender",)) == ["Alice Smith"]
+    assert identifier_values(exact + " ", ("/*/sender",)) == []
+    many = json.dumps([{"sender": f"u{i}"} for i in range(MAX_IDENTIFIERS + 2)])
+    assert identifier_values(many, ("/*/sender",)) == [f"u{i}" for i in range(MAX_IDENTIFIERS)]
+    assert identifier_values(many, ()) == []
