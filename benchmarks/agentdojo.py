@@ -13,8 +13,11 @@ changes the environment (judged by the suite's own data, not by the policy). The
 succeeds when every side-effecting call of the injection is allowed and there is at
 least one.
 
-    .venv-bench/bin/python benchmarks/agentdojo.py [--suite banking slack]
-        [--policies examples/agentdojo] [--v1 | --approve] [--adaptive] [--quiet]
+    .venv-bench/bin/python benchmarks/agentdojo.py [--suite banking slack travel workspace]
+        [--policies examples/agentdojo] [--v1 | --approve | --table] [--adaptive] [--quiet]
+
+``--table`` runs the v1, v2 and approval policies of every suite in one run and prints
+one Markdown table of the figures (the README's).
 
 ``--approve`` uses the policies that hold an ungrounded destination for a human's
 approval (``approve = true``) instead of refusing it: a held call is not allowed, and
@@ -99,9 +102,21 @@ class Session:
         if error is not None:
             result = Result(Status.ERROR, "", {"error": error})
         else:
-            result = Result(Status.OK, tool_result_to_str(out), taint=Taint.TRUSTED)
+            result = Result(Status.OK, result_text(out), taint=Taint.TRUSTED)
         kernel.admit(call, result)
         return True, "", ""
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def result_text(out: Any) -> str:
+    """A tool's result as the agent reads it, in JSON (as an MCP server's structured
+    content would be) so that a policy's ``identifiers`` pointers can read its fields."""
+    if isinstance(out, dict):
+        return _json(out)
+    return str(tool_result_to_str(out, dump_fn=_json))
 
 
 def _substitutes(tools: list[Any], fn: str, args: dict[str, Any]) -> list[tuple[str, dict]]:
@@ -124,8 +139,10 @@ def _calls(task: Any, env: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(c.function, dict(c.args)) for c in task.ground_truth(env)]
 
 
-def run_suite(name: str, policy_path: Path, adaptive: bool = False) -> SuiteFigures:
-    suite = get_suite("v1", name)
+def run_suite(
+    name: str, policy_path: Path, adaptive: bool = False, version: str = "v1.2.2"
+) -> SuiteFigures:
+    suite = get_suite(version, name)
     policy = load_policy(policy_path)
     runtime = FunctionsRuntime(suite.tools)
     figures = SuiteFigures(name)
@@ -186,7 +203,7 @@ def _pct(n: int, d: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", nargs="+", default=["banking", "slack"])
+    ap.add_argument("--suite", nargs="+", default=["banking", "slack", "travel", "workspace"])
     ap.add_argument("--policies", type=Path, default=ROOT / "examples" / "agentdojo")
     ap.add_argument("--v1", action="store_true", help="use the <suite>.v1.toml baselines")
     ap.add_argument("--approve", action="store_true", help="use the <suite>.approve.toml policies")
@@ -197,12 +214,20 @@ def main(argv: list[str] | None = None) -> int:
         help="a refused side-effecting injection call is retried through every other tool "
         "that takes the same arguments (schedule_transaction for send_money, ...)",
     )
+    ap.add_argument(
+        "--benchmark-version",
+        default="v1.2.2",
+        help="AgentDojo's benchmark version (v1.2.2: 97 user tasks, 929 pairs; v1: 629 pairs)",
+    )
+    ap.add_argument("--table", action="store_true", help="every variant, one Markdown table")
     ns = ap.parse_args(argv)
+    if ns.table:
+        return _table(ns)
     totals = SuiteFigures("all")
     for name in ns.suite:
         kind = ".v1" if ns.v1 else ".approve" if ns.approve else ""
         path = ns.policies / f"{name}{kind}.toml"
-        f = run_suite(name, path, ns.adaptive)
+        f = run_suite(name, path, ns.adaptive, ns.benchmark_version)
         print(f"== {name} ({path.name})")
         print(f"   benign tasks with every call allowed: {_pct(f.benign, f.benign_total)}")
         print(f"   attack success: {_pct(f.attacks, f.attack_total)}")
@@ -227,6 +252,45 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   benign: {_pct(totals.benign, totals.benign_total)}")
         print(f"   attack success: {_pct(totals.attacks, totals.attack_total)}")
     return 0
+
+
+def _table(ns: argparse.Namespace) -> int:
+    print(
+        "| suite | pairs | v1 benign | v1 attack success | v2 benign | v2 attack success "
+        "| approvals: benign if approved | approvals: pairs holding a call for a human |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    sums = [0] * 9
+    for name in ns.suite:
+        v1, v2, ap = (
+            run_suite(name, ns.policies / f"{name}{kind}.toml", ns.adaptive, ns.benchmark_version)
+            for kind in (".v1", "", ".approve")
+        )
+        row = (
+            v2.attack_total,
+            v1.benign,
+            v1.attacks,
+            v2.benign,
+            v2.attacks,
+            ap.approvable,
+            ap.held_attacks,
+            v2.benign_total,
+            ap.attacks,
+        )
+        sums = [a + b for a, b in zip(sums, row, strict=True)]
+        _row(name, row)
+    if len(ns.suite) > 1:
+        _row("all", tuple(sums))
+    return 0
+
+
+def _row(name: str, r: tuple[int, ...] | list[int]) -> None:
+    pairs, v1b, v1a, v2b, v2a, apb, aph, tasks, apa = r
+    print(
+        f"| {name} | {pairs} | {_pct(v1b, tasks)} | {_pct(v1a, pairs)} | {_pct(v2b, tasks)} "
+        f"| {_pct(v2a, pairs)} | {_pct(apb, tasks)} | {_pct(aph, pairs)} "
+        f"(attack success {_pct(apa, pairs)}) |"
+    )
 
 
 if __name__ == "__main__":

@@ -359,13 +359,43 @@ class GroundingStore:
                     self._sessions.move_to_end(trace_id)
             return
         words, specials = _scan(text)
-        cost = len(words.encode("utf-8", "surrogatepass"))
-        cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+        self._append(trace_id, _Chunk(origin, words, specials, 0, digest))
+
+    def record_identifiers(self, trace_id: str, values: list[str], origin: str) -> None:
+        """Add identifier values (:mod:`fak_core.identifiers`) to the session's trusted
+        context, each grounding a destination equal to it as a whole value, never its words.
+        Values longer than the longest destination are dropped, and so are those past a
+        quarter of the session's trusted bound (the user's words are not pushed out)."""
+        keys: set[tuple[str, str]] = set()
+        budget = self.trusted_bytes // 4 - _OVERHEAD
+        for value in values:
+            kind, canon = canonical_value(value)
+            if canon:
+                budget -= len(canon.encode("utf-8", "surrogatepass")) + 48
+                if budget < 0:
+                    break
+                keys.add((kind, canon) if kind != "text" else ("ident", canon))
+        if not keys:
+            return
+        digest = hashlib.blake2b(
+            "\0".join([origin, *sorted(k[0] + ":" + k[1] for k in keys)]).encode(
+                "utf-8", "surrogatepass"
+            ),
+            digest_size=16,
+        ).digest()
+        self._append(trace_id, _Chunk(origin, " ", frozenset(keys), 0, digest))
+
+    def _append(self, trace_id: str, chunk: _Chunk) -> None:
+        """Add one trusted chunk under the session's byte bound (oldest chunks leave)."""
+        specials, digest = chunk.specials, chunk.digest
+        text_cost = len(chunk.text.encode("utf-8", "surrogatepass"))
+        cost = text_cost + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+        chunk.cost = cost
         with self._lock:
             s = self._session(trace_id)
             if digest in s.seen:
                 return
-            s.trusted.append(_Chunk(origin, words, specials, cost, digest))
+            s.trusted.append(chunk)
             s.seen.add(digest)
             counts = s.specials
             for key in specials:
@@ -450,6 +480,8 @@ class GroundingStore:
             return False
         if kind != "text":
             return (kind, canon) in s.specials
+        if ("ident", canon) in s.specials:
+            return True  # a whole identifier value (:meth:`record_identifiers`)
         if " " not in canon:
             return ("word", canon) in s.specials
         needle = f" {canon} "

@@ -37,11 +37,13 @@ from fak_core.adjudicators import (
 )
 from fak_core.admission import HeldStore, ResultScreen, ScreenConfig, quarantine_stub
 from fak_core.calls import Result, Status, ToolCall
+from fak_core.confidential import ConfidentialStore
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import Witnessed, fold, fold_results, fold_results_witnessed
 from fak_core.grounding import GroundingStore
+from fak_core.identifiers import identifier_values
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
 from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
@@ -117,6 +119,7 @@ class Kernel:
         rate_limiter: Callable[[RateLimit], RateLimiter] = RateLimiter,
         approval_nonces: NonceStore | None = None,
         grounding: GroundingStore | None = None,
+        confidential: ConfidentialStore | None = None,
     ) -> None:
         self.kinds = KindRegistry()
         self.reasons = ReasonRegistry()
@@ -166,8 +169,10 @@ class Kernel:
         #: Per-session trusted context and untrusted content (destination grounding); a
         #: shared store (``grounding``) lets several replicas ground for each other.
         self.grounding = grounding if grounding is not None else GroundingStore()
+        #: Per-session confidential values a tainted session's sinks may not carry.
+        self.confidential = confidential if confidential is not None else ConfidentialStore()
         self._grounds_results = _grounds(self.policy)
-        self.sink_gate = SinkGate(self.ledger, self.policy, self.grounding)
+        self.sink_gate = SinkGate(self.ledger, self.policy, self.grounding, self.confidential)
         self.floor = CapabilityFloor(self.policy, self.reasons)
         self.rules = RuleGate(self.ledger, self.policy.rules, self.reasons)
         self._host_screen: ScreenConfig | None = None
@@ -688,6 +693,14 @@ class Kernel:
                 self.grounding.record_trusted(call.trace_id, result.payload, "tool:" + call.tool)
             else:
                 self.grounding.record_untrusted(call.trace_id, result.payload, call.tool)
+            decl = self.policy.tools.get(call.tool)
+            if decl is not None and result.status == Status.OK:
+                if decl.identifiers:
+                    found = identifier_values(result.payload, decl.identifiers)
+                    self.grounding.record_identifiers(call.trace_id, found, "ids:" + call.tool)
+                if decl.confidential:
+                    found = identifier_values(result.payload, decl.confidential)
+                    self.confidential.record(call.trace_id, found, call.tool)
         if self._subscribers:
             self._emit(EventKind.QUARANTINE if quarantined else EventKind.ADMIT, call, v, result)
         return (result._replace(taint=taint) if result.taint != taint else result), v
@@ -699,6 +712,7 @@ class Kernel:
     def reset_trace(self, trace_id: str) -> None:
         self.ledger.reset(trace_id)
         self.grounding.reset(trace_id)
+        self.confidential.reset(trace_id)
 
     @property
     def grounds_destinations(self) -> bool:

@@ -55,7 +55,15 @@ SINK_NAMES = ("EGRESS", "EXEC", "DESTRUCTIVE")
 #: Keys only a ``fak-policy/v2`` document may hold.
 V2_KEYS = ("tools", "strict_sinks", "rules")
 _RULE_KEYS = ("tool", "effect", "when", "taint", "priority", "reason", "claim")
-_TOOL_DECL_KEYS = ("sink", "destinations", "content", "allow_destinations", "approve")
+_TOOL_DECL_KEYS = (
+    "sink",
+    "destinations",
+    "content",
+    "allow_destinations",
+    "approve",
+    "identifiers",
+    "confidential",
+)
 SOURCE_NAMES = ("trusted_local", "untrusted")
 
 
@@ -98,6 +106,13 @@ class ToolDecl:
     #: An ungrounded destination asks a human (REQUIRE_WITNESS, resolved by a signed
     #: approval token, :mod:`fak_core.approvals`) instead of being refused outright.
     approve: bool = False
+    #: JSON Pointers into the tool's *result* (``*``: every element or member) whose
+    #: values name entities the system keeps; each grounds a destination equal to it as
+    #: a whole value (:mod:`fak_core.identifiers`).
+    identifiers: tuple[str, ...] = ()
+    #: JSON Pointers into the tool's *result* whose values are the user's secrets: a
+    #: tainted session's sink calls may not carry them (:mod:`fak_core.confidential`).
+    confidential: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -409,7 +424,19 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
             raise _fail(f"{where}.approve", "expected true or false")
         if approve and not (pointers or content):
             raise _fail(f"{where}.approve", "needs destinations or content to approve")
-        out[tool] = ToolDecl(sink, pointers, allowed, content, approve)
+        raw_ids = decl.get("identifiers", [])
+        if not isinstance(raw_ids, list):
+            raise _fail(f"{where}.identifiers", "expected a list of JSON Pointers into the result")
+        ids = tuple(_pointer(f"{where}.identifiers[{i}]", d) for i, d in enumerate(raw_ids))
+        if len(set(ids)) != len(ids):
+            raise _fail(f"{where}.identifiers", "a result field is listed twice")
+        raw_conf = decl.get("confidential", [])
+        if not isinstance(raw_conf, list):
+            raise _fail(f"{where}.confidential", "expected a list of JSON Pointers into the result")
+        conf = tuple(_pointer(f"{where}.confidential[{i}]", d) for i, d in enumerate(raw_conf))
+        if len(set(conf)) != len(conf):
+            raise _fail(f"{where}.confidential", "a result field is listed twice")
+        out[tool] = ToolDecl(sink, pointers, allowed, content, approve, ids, conf)
     return out
 
 
@@ -583,6 +610,8 @@ def policy_to_dict(policy: Policy) -> dict[str, Any]:
                         "content": list(d.content),
                         "allow_destinations": list(d.allow_destinations),
                         "approve": d.approve,
+                        "identifiers": list(d.identifiers),
+                        "confidential": list(d.confidential),
                     }
                     for name, d in policy.tools.items()
                 },

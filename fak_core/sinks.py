@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
+from fak_core.confidential import ConfidentialStore
 from fak_core.grounding import (
     GroundingStore,
     canonical_value,
@@ -303,9 +304,11 @@ class SinkGate:
         ledger: TaintLedger,
         policy: Policy | None = None,
         grounding: GroundingStore | None = None,
+        confidential: ConfidentialStore | None = None,
     ) -> None:
         self.ledger = ledger
         self.grounding = grounding
+        self.confidential = confidential
         self.set_policy(policy if policy is not None else Policy())
 
     def set_policy(self, policy: Policy) -> None:
@@ -314,6 +317,8 @@ class SinkGate:
         self._authorized = frozenset((r.tool, r.sink) for r in policy.authorize)
         self._decls = dict(policy.tools)
         self._strict = policy.strict_sinks
+        # a policy that declares no confidential fields asks no store
+        self._confidential = any(d.confidential for d in policy.tools.values())
         # an entry with no canonical form allows nothing (the parser refuses one)
         self._allowed_dest = {
             tool: frozenset(c for c in map(canonical_value, d.allow_destinations) if c[1])
@@ -336,12 +341,23 @@ class SinkGate:
         if (tool, sink) in self._authorized:
             return _AUTHORIZED
         if decl is not None and (decl.destinations or decl.content):
-            bad = self._ungrounded(call.trace_id, tool, decl, view.args())
+            args = view.args()
+            bad = self._ungrounded(call.trace_id, tool, decl, args)
             if bad is None:
-                return _GROUNDED
-            pointer, value = bad
-            meta = {"ifc_sink": str(sink), "ifc_flow": flow.label, "ifc_ungrounded": pointer}
-            claim = self._ungrounded_claim(call.trace_id, sink, flow, pointer, value)
+                store = self.confidential if self._confidential else None
+                leak = store.carried(call.trace_id, args) if store is not None else None
+                if leak is None:
+                    return _GROUNDED
+                pointer, origin = leak
+                meta = {"ifc_sink": str(sink), "ifc_flow": flow.label, "ifc_confidential": pointer}
+                claim = (
+                    f"{sink} sink fed {flow.label} data: {pointer or 'the call'} carries a "
+                    f"confidential value of {origin}"
+                )
+            else:
+                pointer, value = bad
+                meta = {"ifc_sink": str(sink), "ifc_flow": flow.label, "ifc_ungrounded": pointer}
+                claim = self._ungrounded_claim(call.trace_id, sink, flow, pointer, value)
             if decl.approve:
                 advice = (
                     f"; a human may approve this exact call: fak approve --trace ... --tool {tool}"

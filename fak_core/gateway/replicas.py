@@ -55,6 +55,7 @@ def open_shared(url: str, timeout: float | None = None) -> RedisState:
 
 def shared_kernel_options(shared: RedisState) -> dict[str, Any]:
     """Kernel keyword arguments that put its session stores in ``shared``."""
+    from fak_core.confidential import UnsharedConfidential
     from fak_core.ratelimit import RateLimit
     from fak_core.redis_stores import (
         RedisGroundingStore,
@@ -72,6 +73,8 @@ def shared_kernel_options(shared: RedisState) -> dict[str, Any]:
         "held": RedisHeldStore(shared),
         "rate_limiter": limiter,
         "approval_nonces": RedisNonces(shared),
+        # confidential values are not shared yet: a replica refuses what it cannot see
+        "confidential": UnsharedConfidential(),
         "grounding": RedisGroundingStore(shared),
     }
 

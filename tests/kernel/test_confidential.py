@@ -1,0 +1,179 @@
+"""Policy v2 confidential values (C4.10): a tainted session's sink never carries one.
+
+The oracle never calls the code under test: secrets are drawn from upper-case letters
+Q-Z and digits (each holds a digit, all of one length), spelt with separators and in
+mixed case, and embedded in filler words of letters a-p; a call carries a secret exactly
+when one of the recorded identities was embedded in it (at any depth, as a string or a
+number), whatever its spelling.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fak_core import Kernel, Policy, PolicyError, Result, Status, ToolCall, ToolDecl, VerdictKind
+from fak_core.confidential import MAX_VALUES
+from fak_core.policy import parse_policy, policy_to_dict
+from fak_core.taint import Taint
+
+V2 = "fak-policy/v2"
+SECRET_CHARS = "QRSTUVWXYZ0123456789"
+secret = st.text(st.sampled_from(SECRET_CHARS), min_size=8, max_size=8).filter(
+    lambda s: any(c.isdigit() for c in s)
+)
+filler = st.text(st.sampled_from("abcdefghijklmnop"), min_size=1, max_size=6)
+
+
+def _policy(approve: bool = False) -> Policy:
+    return Policy(
+        version=V2,
+        allow=("profile", "send"),
+        sources={"profile": "trusted_local"},
+        tools={
+            "profile": ToolDecl("NONE", confidential=("/passport", "/cards/*")),
+            "send": ToolDecl("EGRESS", ("/to",), content=("/body",), approve=approve),
+        },
+    )
+
+
+def _session(k: Kernel, profile: dict[str, object], tainted: bool = True) -> None:
+    call = ToolCall("profile", "{}", "s")
+    k.admit(call, Result(Status.OK, json.dumps(profile), taint=Taint.TRUSTED))
+    k.record_trusted("s", "mail my wife at wife@home.example")
+    if tainted:
+        k.ledger.raise_to("s", Taint.TAINTED)
+
+
+def spell(value: str, seps: list[str], flips: int) -> str:
+    """The value with a separator after some characters and some letters lower-cased."""
+    out = []
+    for i, c in enumerate(value):
+        out.append(c.lower() if (flips >> (i % 16)) & 1 else c)
+        if i < len(value) - 1 and seps:
+            out.append(seps[i % len(seps)])
+    return "".join(out)
+
+
+@pytest.mark.fak_theorem("C4.10", "C4.3")
+@given(
+    st.lists(secret, min_size=3, max_size=6, unique=True),
+    st.data(),
+    st.lists(st.sampled_from(["", " ", "-", ".", "/", " - "]), max_size=3),
+    st.integers(0, 2**16),
+    st.sampled_from(["body", "nested", "key", "subject"]),
+    st.booleans(),
+)
+def test_a_tainted_sink_never_carries_a_confidential_value(
+    secrets: list[str],
+    data: st.DataObject,
+    seps: list[str],
+    flips: int,
+    where: str,
+    tainted: bool,
+) -> None:
+    passport, *rest = secrets
+    cards, public = rest[:-1], rest[-1]  # the last one sits at an undeclared field
+    k = Kernel(_policy())
+    _session(k, {"passport": passport, "cards": cards, "name": public}, tainted)
+    value = data.draw(st.sampled_from(secrets))
+    text = f"{data.draw(filler)} {spell(value, seps, flips)} {data.draw(filler)}"
+    args: dict[str, object] = {"to": "wife@home.example", "body": data.draw(filler)}
+    if where == "nested":
+        args["extra"] = [{"note": [text]}]
+    elif where == "key":
+        args["extra"] = {text: 1}
+    else:
+        args[where] = text
+    verdict = k.decide(ToolCall("send", json.dumps(args), "s"))
+    carried = value != public and tainted
+    assert (verdict.kind == VerdictKind.DENY) == carried, (value, text, verdict.claim)
+    if carried:
+        expected = "/extra" if where in ("nested", "key") else "/" + where
+        assert verdict.meta["ifc_confidential"] == expected
+        assert value not in verdict.claim and "profile" in verdict.claim
+
+
+@pytest.mark.fak_theorem("C4.10")
+def test_numbers_approvals_short_values_and_resets() -> None:
+    k = Kernel(_policy(approve=True))
+    _session(k, {"passport": 789765432, "cards": ["4237-4252-7456-2574", "ab12"]})
+    send = lambda args: k.decide(ToolCall("send", json.dumps(args), "s"))  # noqa: E731
+    held = send({"to": "wife@home.example", "amount": 789765432})
+    assert held.kind == VerdictKind.REQUIRE_WITNESS and held.meta["approval"] == "required"
+    assert send({"to": "wife@home.example", "body": "4237 4252 7456 2574"}).kind == (
+        VerdictKind.REQUIRE_WITNESS
+    )
+    # fewer than six letters and digits: not kept (it would occur everywhere)
+    assert send({"to": "wife@home.example", "body": "ab12"}).kind == VerdictKind.ALLOW
+    # the destination is checked first: an ungrounded one is named as such
+    v = send({"to": "x@evil.example", "body": "789765432"})
+    assert v.meta.get("ifc_ungrounded") == "/to"
+    k.reset_trace("s")
+    k.ledger.raise_to("s", Taint.TAINTED)
+    k.record_trusted("s", "wife@home.example")
+    assert send({"to": "wife@home.example", "body": "789765432"}).kind == VerdictKind.ALLOW
+
+
+@pytest.mark.fak_theorem("C4.10")
+def test_a_session_past_its_bound_carries_a_secret_on_every_call() -> None:
+    k = Kernel(_policy())
+    many = [f"QZ{i:08d}" for i in range(MAX_VALUES + 1)]
+    _session(k, {"passport": "QQQQ1111", "cards": many})
+    v = k.decide(ToolCall("send", json.dumps({"to": "wife@home.example", "body": "hi"}), "s"))
+    assert v.kind == VerdictKind.DENY and "more confidential values" in v.claim
+
+
+def test_confidential_parses_strictly_and_round_trips() -> None:
+    doc = {
+        "version": V2,
+        "allow": ["profile"],
+        "tools": {"profile": {"sink": "NONE", "confidential": ["/Passport Number", "/c/*"]}},
+    }
+    policy = parse_policy(doc)
+    assert policy.tools["profile"].confidential == ("/Passport Number", "/c/*")
+    assert parse_policy(policy_to_dict(policy)) == policy
+    for bad in ("x", ["x"], ["/a", "/a"]):
+        with pytest.raises(PolicyError, match="confidential"):
+            parse_policy({**doc, "tools": {"profile": {"sink": "NONE", "confidential": bad}}})
+
+
+@pytest.mark.fak_theorem("C4.10")
+@given(st.integers(1, 4), secret)
+def test_an_evicted_session_never_reads_as_clean(room: int, value: str) -> None:
+    from fak_core.confidential import ConfidentialStore
+
+    store = ConfidentialStore(max_sessions=room)
+    store.record("s", [value], "profile")
+    for i in range(room):  # the other sessions push "s" out
+        store.record(f"other-{i}", [value], "profile")
+    assert "s" not in store._sessions
+    assert store.carried("s", {"body": "nothing secret"}) is not None
+    assert store.carried("s", {"body": value}) is not None
+
+
+@pytest.mark.fak_theorem("C4.10")
+def test_a_replica_refuses_what_it_cannot_see() -> None:
+    """With shared state (``fak serve --state``) confidential values stay in the process
+    that recorded them, so a replica answers that every tainted sink call may carry one;
+    a policy that declares none is not affected."""
+    from fak_core.confidential import UnsharedConfidential
+
+    k = Kernel(_policy(), confidential=UnsharedConfidential())
+    k.record_trusted("s", "mail my wife at wife@home.example")
+    k.ledger.raise_to("s", Taint.TAINTED)
+    call = ToolCall("send", json.dumps({"to": "wife@home.example", "body": "hello"}), "s")
+    v = k.decide(call)
+    assert v.kind == VerdictKind.DENY and v.meta.get("ifc_confidential") == "", v
+    plain = Policy(
+        version=V2,
+        allow=("send",),
+        tools={"send": ToolDecl("EGRESS", ("/to",), content=("/body",))},
+    )
+    k2 = Kernel(plain, confidential=UnsharedConfidential())
+    k2.record_trusted("s", "mail my wife at wife@home.example")
+    k2.ledger.raise_to("s", Taint.TAINTED)
+    assert k2.decide(call).kind == VerdictKind.ALLOW
