@@ -9,7 +9,11 @@ and every host any reading finds is checked:
   ``mailto:user@host``) by the same parser, after prefixing ``http://``;
 - by RFC 3986 (``urllib.parse``: curl-like and Python clients), so the same string also
   names evil.example;
-- as a bare IP literal (``ipaddress``: unbracketed IPv6, zone ids).
+- as a bare IP literal (``ipaddress``: unbracketed IPv6, zone ids);
+- with IDNA's deviation characters mapped the transitional way (IDNA 2003, Python's
+  ``idna`` codec and so ``urllib``/``requests``/``http.client``): ``faß.de`` is
+  ``xn--fa-hia.de`` to WHATWG but ``fass.de`` to those clients, so both are checked
+  (ß and ẞ as ``ss``, final sigma as sigma, zero-width joiners dropped).
 
 Each host is brought to one canonical form (:class:`Host`): IDNA (UTS #46) lower-case
 ASCII, percent-decoding, tabs and newlines removed, trailing dots stripped; every IPv4
@@ -43,6 +47,7 @@ __all__ = [
     "canonical_host",
     "destination_hosts",
     "names_network_host",
+    "transitional",
     "url_host",
 ]
 
@@ -206,6 +211,20 @@ def _rfc3986_host(text: str) -> Host | None:
         return Host(name) if name else None
 
 
+# UTS #46's deviation characters and their transitional (IDNA 2003) mapping
+_DEVIATIONS = frozenset("\u00df\u1e9e\u03c2\u200c\u200d")
+_TRANSITIONAL = str.maketrans({"\u00df": "ss", "\u1e9e": "ss", "\u03c2": "\u03c3",
+                               "\u200c": None, "\u200d": None})  # fmt: skip
+
+
+def transitional(text: str) -> str | None:
+    """``text`` with IDNA's deviation characters mapped the transitional way (the reading
+    of IDNA 2003 clients), or None when it holds none."""
+    if _DEVIATIONS.isdisjoint(text):
+        return None
+    return text.translate(_TRANSITIONAL)
+
+
 def destination_hosts(value: str) -> tuple[Host, ...]:
     """Every canonical host ``value`` names under any reading (see the module docstring).
 
@@ -238,6 +257,9 @@ def destination_hosts(value: str) -> tuple[Host, ...]:
     ip = _ip_literal(v)
     if ip is not None:
         found.append(_of_address(ip))
+    other = transitional(v)
+    if other is not None:  # the same string as an IDNA 2003 client reads it
+        found.extend(destination_hosts(other))
     return tuple(found)
 
 
@@ -302,6 +324,9 @@ class HostDenyList:
                 ) from None
             if host.address is None:
                 names.add(host.name)
+                other = transitional(entry)
+                if other is not None:  # "faß.de" denies what IDNA 2003 clients reach too
+                    names.add(canonical_host(other).name)
             else:
                 addresses.add(host.address)
                 if host.carried is not None:

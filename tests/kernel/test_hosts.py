@@ -367,3 +367,34 @@ def test_a_refused_deny_entry_is_quoted_to_80_characters(entry: str, why: str) -
     with pytest.raises(HostError) as caught:
         canonical_host(entry)
     assert str(caught.value) == f"{entry[:80]!r} is not a host ({why})"
+
+
+# IDNA's deviation characters: WHATWG (UTS #46 non-transitional) keeps them, IDNA 2003
+# clients (Python's idna codec: urllib, requests, http.client) map them away. A label
+# drawn with at least one of them, among letters both readings keep as they are.
+_deviation_label = st.lists(
+    st.sampled_from(["a", "b", "e", "r", "t", "\u00df", "\u03c2", "\u03b1", "\u03c3"]),
+    min_size=2,
+    max_size=8,
+).filter(lambda ls: any(c in ("\u00df", "\u03c2") for c in ls)).map("".join)
+
+
+def _idna2003(name: str) -> str:
+    """The host a Python client connects to for ``name`` (the oracle: the stdlib codec)."""
+    return name.encode("idna").decode("ascii")
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(_deviation_label, st.sampled_from(["example", "bank"]), st.sampled_from(["de", "gr"]))
+def test_a_host_an_idna2003_client_reaches_is_refused_in_either_spelling(
+    label: str, middle: str, tld: str
+) -> None:
+    name = f"{label}.{middle}.{tld}"
+    reached = _idna2003(name)  # e.g. fass.example.de for faß.example.de
+    spellings = (f"http://{name}/x", f"{name}:8080", f"https://u@{name.upper()}/", name)
+    for denied in (reached, name):
+        deny = HostDenyList([denied])
+        for value in spellings:
+            assert deny.check(value) is not None, (denied, value)
+    # and the plain spelling of the reached name is refused by an entry written the other way
+    assert HostDenyList([name]).check(f"http://{reached}/") is not None

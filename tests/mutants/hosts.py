@@ -99,3 +99,11 @@ def _regex_names_host(value: str, bare: bool = True) -> bool:
 def regex_destinations() -> Any:
     """The sink classifier's original reading: URLs and hosts by regular expressions."""
     return mock.patch.object(_sinks, "names_network_host", _regex_names_host)
+
+
+@mutant("D2.7/transitional-unread")
+def transitional_unread() -> Any:
+    """Hosts are read only the WHATWG way: ``faß.de`` is ``xn--fa-hia.de``, never the
+    ``fass.de`` that Python's idna codec (urllib, requests) connects to (the bug before
+    2026-12-01: a deny list naming fass.de let http://faß.de/ through)."""
+    return mock.patch.object(_hosts, "transitional", return_value=None)
