@@ -334,15 +334,17 @@ class Journal:
         #: The replica (gateway process) whose chain this is; in every row it writes.
         self.replica = replica
         owner = self._meta("replica")
-        if owner is None and replica:
+        fresh = last is None and self._meta("prev_file_hash") is None
+        if owner is None and replica and fresh:  # only a new chain is claimed for a replica
             self._conn.execute(
                 "INSERT INTO journal_meta (key, value) VALUES ('replica', ?)", (replica,)
             )
         elif (owner or "") != replica:
             self._conn.close()
             raise JournalError(
-                f"decision journal {self.path} is the chain of replica {owner!r}, not "
-                f"{replica!r}: each replica writes its own file (fak serve --replica-id)"
+                f"decision journal {self.path} is the chain of replica {owner or ''!r}, not "
+                f"{replica!r}: each replica writes its own file (fak serve --replica-id); "
+                "give this one a new file"
             )
         if last is None:
             prev = self._meta("prev_file_hash") or GENESIS

@@ -3,6 +3,9 @@ continues on reopen, rotates with the chain carried, and fails the kernel closed
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -11,18 +14,19 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, Result, Status, ToolCall, VerdictKind
-from fak_core import journal as journal_module
 from fak_core.cli import main as fak
 from fak_core.journal import (
     FIELD_CHARS,
     Journal,
     JournalError,
+    VerifyReport,
     read_rows,
     stored_text,
     verify_files,
@@ -221,10 +225,31 @@ def test_cli_tail_and_export(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 # -- theorem witnesses: a tamper at a generated row, sync against a held write lock --------
 
 FIELDS = ("ts", "event", "trace", "tool", "args_digest", "verdict", "reason", "by")
+HASHED = ("seq", *FIELDS)
+#: Replica ids a journal is opened with ("": a lone gateway's chain, no id in its rows).
+REPLICAS = ("", "A", "gw-1-w0", "r\u00e9plique")
 
 
-def _journal_of(path: Path, n: int) -> None:
-    k, j = journaled(path)
+def chain_hash(prev: str, row: dict[str, Any]) -> str:
+    """The theorem's row hash, from its statement alone: SHA-256 over the previous hash and
+    the canonical JSON of the nine fields, and the replica id when the row has one."""
+    fields = {k: row[k] for k in HASHED}
+    if row.get("replica"):
+        fields["replica"] = row["replica"]
+    body = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256((prev + body).encode("utf-8")).hexdigest()
+
+
+def stored_rows(path: Path) -> list[dict[str, Any]]:
+    """A file's rows through a read-only connection of our own, in ``seq`` order."""
+    cols = (*HASHED, "replica", "prev_hash", "hash")
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        cur = conn.execute(f"SELECT {', '.join(cols)} FROM decisions ORDER BY seq")
+        return [dict(zip(cols, r, strict=True)) for r in cur]
+
+
+def _journal_of(path: Path, n: int, replica: str = "") -> None:
+    k, j = journaled(path, replica=replica)
     for i in range(n):
         k.decide(ToolCall("get_a" if i % 2 else "nope", f'{{"i": {i}}}', f"t{i}"))
     j.close()
@@ -246,15 +271,21 @@ def _tamper(path: Path, kind: str, r: int, field: str) -> int:
             conn.execute("UPDATE decisions SET seq = ? WHERE seq = ?", (r, r + 1))
             conn.execute("UPDATE decisions SET seq = ? WHERE seq = -1", (r + 1,))
             expected = r
+        elif kind == "relabel":  # the file claims another replica's chain
+            conn.execute(
+                "INSERT OR REPLACE INTO journal_meta (key, value) VALUES ('replica', "
+                "coalesce((SELECT value FROM journal_meta WHERE key = 'replica'), '') || 'x')"
+            )
+            expected = 1
         else:  # "rehash": edit row r, recompute its hash, repoint row r+1 at it
             conn.execute(f"UPDATE decisions SET {field} = {field} || 'x' WHERE seq = ?", (r,))
-            cols = ", ".join(journal_module._FIELDS)
+            cols = ", ".join((*HASHED, "replica"))
             values = conn.execute(f"SELECT {cols} FROM decisions WHERE seq = ?", (r,)).fetchone()
-            row = dict(zip(journal_module._FIELDS, values, strict=True))
-            new = journal_module.row_hash(rows[r][2], row)
+            new = chain_hash(rows[r][2], dict(zip((*HASHED, "replica"), values, strict=True)))
             conn.execute("UPDATE decisions SET hash = ? WHERE seq = ?", (new, r))
             conn.execute("UPDATE decisions SET prev_hash = ? WHERE seq = ?", (new, r + 1))
-            expected = r + 1
+            # a row's replica must be its file's: a relabelled row is named even rehashed
+            expected = r if field == "replica" else r + 1
         conn.commit()
     finally:
         conn.close()
@@ -262,27 +293,35 @@ def _tamper(path: Path, kind: str, r: int, field: str) -> int:
 
 
 @st.composite
-def tampers(draw: st.DrawFn) -> tuple[int, str, int, str]:
+def tampers(draw: st.DrawFn) -> tuple[int, str, int, str, str]:
     n = draw(st.integers(2, 10))
-    kind = draw(st.sampled_from(["edit", "delete", "reorder", "rehash"]))
-    last = n if kind == "edit" else n - 1  # delete, reorder and rehash need a successor
-    r = draw(st.integers(1, last))
-    field = draw(st.sampled_from([*FIELDS, "prev_hash", "hash"] if kind == "edit" else FIELDS))
-    return n, kind, r, field
+    kind = draw(st.sampled_from(["edit", "delete", "reorder", "rehash", "relabel"]))
+    last = n if kind in ("edit", "relabel") else n - 1  # the others need a successor
+    r = 1 if kind == "relabel" else draw(st.integers(1, last))
+    edits = [*FIELDS, "replica"]
+    field = draw(st.sampled_from([*edits, "prev_hash", "hash"] if kind == "edit" else edits))
+    return n, kind, r, field, draw(st.sampled_from(REPLICAS))
 
 
 @pytest.mark.fak_theorem("C1.1")
 @settings(max_examples=40, deadline=None)
 @given(tampers())
-@example((6, "edit", 3, "verdict"))
-@example((6, "rehash", 2, "tool"))
+@example((6, "edit", 3, "verdict", ""))
+@example((6, "rehash", 2, "tool", "A"))
+@example((3, "edit", 3, "replica", "A"))
+@example((2, "relabel", 1, "ts", ""))
 def test_a_tamper_at_any_row_is_named_by_verify(
-    tmp_path_factory: pytest.TempPathFactory, case: tuple[int, str, int, str]
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[int, str, int, str, str]
 ) -> None:
-    n, kind, r, field = case
+    n, kind, r, field, replica = case
     path = tmp_path_factory.mktemp("c11") / "j.db"
-    _journal_of(path, n)
-    assert verify_files([path]).ok
+    _journal_of(path, n, replica)
+    prev = "0" * 64
+    for row in stored_rows(path):  # the intact file: every hash as the theorem states it
+        assert (row["replica"], row["prev_hash"]) == (replica, prev), row
+        assert row["hash"] == chain_hash(prev, row), row
+        prev = row["hash"]
+    assert verify_files([path]) == VerifyReport(True, n)
     expected = _tamper(path, kind, r, field)
     report = verify_files([path])
     assert not report.ok, (case, report)

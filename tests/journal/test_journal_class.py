@@ -8,19 +8,31 @@ theorem lists, the file's rows through a connection of our own.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, Result, Status, ToolCall, Verdict, VerdictKind
-from fak_core.journal import Journal, JournalError, request_scope, verify_files
+from fak_core.journal import (
+    Journal,
+    JournalError,
+    VerifyReport,
+    request_scope,
+    verify_chains,
+    verify_files,
+)
 from tests.journal.test_gateway_journal import _break as refuse_inserts
-from tests.journal.test_journal import fresh
+from tests.journal.test_journal import REPLICAS, fresh
 from tests.journal.test_journal_hostile import series
 
 GENESIS = "0" * 64
@@ -28,20 +40,23 @@ FIELDS = ("seq", "ts", "event", "trace", "tool", "args_digest", "verdict", "reas
 
 
 def rows_of(path: Path) -> list[dict[str, Any]]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-        cur = conn.execute(
-            f"SELECT {', '.join(FIELDS)}, prev_hash, hash FROM decisions ORDER BY seq"
-        )
-        return [dict(zip([*FIELDS, "prev_hash", "hash"], r, strict=True)) for r in cur]
+    cols = [*FIELDS, "replica", "prev_hash", "hash"]
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        cur = conn.execute(f"SELECT {', '.join(cols)} FROM decisions ORDER BY seq")
+        return [dict(zip(cols, r, strict=True)) for r in cur]
 
 
 def check_chain(files: list[Path]) -> list[dict[str, Any]]:
     """Recompute every hash: SHA-256 over the previous hash and the canonical JSON (sorted
-    keys, no white space) of the nine fields; rows numbered 1..N across the series."""
+    keys, no white space) of the nine fields, and the replica id when the row has one;
+    rows numbered 1..N across the series."""
     prev, out = GENESIS, []
     for f in files:
         for row in rows_of(f):
-            body = json.dumps({k: row[k] for k in FIELDS}, sort_keys=True, separators=(",", ":"))
+            fields = {k: row[k] for k in FIELDS}
+            if row["replica"]:
+                fields["replica"] = row["replica"]
+            body = json.dumps(fields, sort_keys=True, separators=(",", ":"))
             assert row["prev_hash"] == prev, (f.name, row["seq"])
             assert row["hash"] == hashlib.sha256((prev + body).encode()).hexdigest(), row
             prev = row["hash"]
@@ -348,6 +363,7 @@ def test_a_series_out_of_order_or_spliced_is_refused_at_the_file(tmp_path: Path)
     [
         ("verdict", "row content does not match its hash (edited)"),
         ("prev_hash", "prev_hash does not match the previous row's hash"),
+        ("replica", "row names replica 'x', the file is the chain of ''"),
     ],
 )
 def test_an_unverified_copy_postpones_and_leaves_nothing_behind(
@@ -416,29 +432,148 @@ def test_a_cut_that_fails_is_retried_and_no_row_is_in_two_files(tmp_path: Path) 
 def test_rotation_happens_exactly_when_the_live_size_is_over_the_threshold(
     tmp_path: Path,
 ) -> None:
-    """Not at the threshold, at the first commit over it; never with no threshold."""
+    """Not at the threshold, at the first commit over it; never with no threshold. Each
+    step closes the journal before it looks: the writer checks the size after the commit
+    that ``sync`` waited for, so only a joined writer has surely made its decision."""
     tmp_path = fresh(tmp_path)  # proof mode re-runs a witness in the same tmp_path
     path = tmp_path / "j.db"
-    k, j = _rotating(path, 0)
-    j.rotate_bytes = 0
-    k.decide(ToolCall("get_a", "{}", "t0"))
-    j.sync()
-    size = j._size()
-    j.rotate_bytes = size  # at the threshold, not over it: a small row keeps the page count
-    k.decide(ToolCall("get_a", "{}", "t1"))
-    j.sync()
-    assert j._size() == size and (j.rotations, series(path)) == (0, [path])
-    j.rotate_bytes = 1 << 30  # far over: never
-    for i in range(2, 6):
-        k.decide(ToolCall("get_a", "{}", f"t{i}"))
-        j.sync()
-    j.close()  # (a threshold is changed with the writer at rest, not racing its check)
+
+    def step(rotate_bytes: int, traces: list[str]) -> tuple[Journal, int]:
+        k = Kernel(Policy(allow=("get_a",)))
+        j = Journal(path, rotate_bytes=rotate_bytes)
+        j.attach(k)
+        for trace in traces:
+            k.decide(ToolCall("get_a", "{}", trace))
+            j.sync()
+        size = j._size()
+        j.close()  # joins the writer: its rotation check for the last commit is done
+        return j, size
+
+    j, size = step(0, ["t0"])
     assert j.rotations == 0
-    k = Kernel(Policy(allow=("get_a",)))
-    j = Journal(path, rotate_bytes=size - 1)  # one byte under the live size
-    j.attach(k)
-    k.decide(ToolCall("get_a", "{}", "t6"))  # the next commit rotates
-    j.sync()
-    j.close()
+    j, at = step(size, ["t1"])  # at the threshold: a small row keeps the page count
+    assert at == size and (j.rotations, series(path)) == (0, [path])
+    j, _ = step(1 << 30, [f"t{i}" for i in range(2, 6)])  # far over: never
+    assert j.rotations == 0
+    j, _ = step(size - 1, ["t6"])  # one byte under the live size: the next commit rotates
     assert j.rotations == 1
     assert [r["trace"] for r in check_chain(series(path))] == [f"t{i}" for i in range(7)]
+
+
+# ----------------------------------------------------------------------------- replicas
+def open_fds(path: Path) -> list[str]:
+    """This process's open file descriptors on the journal file or its WAL (Linux /proc)."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():  # not Linux: nothing to look at (CI and the proof run are Linux)
+        return []
+    out = []
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith(str(path)):
+                out.append(target)
+    return out
+
+
+OWNERS = st.sampled_from(REPLICAS)
+
+
+@pytest.mark.fak_theorem("C1.1")
+@pytest.mark.fak_theorem("C1.2")
+@hypothesis.settings(max_examples=20, deadline=None)
+@given(
+    st.lists(
+        st.tuples(OWNERS, st.integers(0, 3), st.booleans()),  # (replica id, rows, rotate)
+        min_size=1,
+        max_size=5,
+    )
+)
+@example([("", 2, False), ("A", 1, False)])  # a lone gateway's journal reopened as a replica
+@example([("", 1, True), ("A", 0, False)])  # ... whose live file rotation emptied
+@example([("", 0, False), ("A", 2, True), ("A", 1, False), ("", 0, False), ("B", 0, False)])
+def test_a_journal_is_one_replicas_chain(
+    tmp_path_factory: pytest.TempPathFactory, opens: list[tuple[str, int, bool]]
+) -> None:
+    """Open, write and reopen one journal with generated replica ids. Model: a journal
+    with no row and no rotated predecessor is claimed by the first replica that opens it;
+    once it has a history, or an owner, every open with another id is refused and changes
+    nothing; every row carries the id of its file's replica, and the series verifies as
+    that replica's one chain."""
+    path = tmp_path_factory.mktemp("rep") / "j.db"
+    owner: str | None = None  # the replica the journal belongs to (None: not claimed)
+    written = 0
+    for replica, n, rotate in opens:
+        claimable = owner is None and written == 0
+        if replica != (owner or "") and not (claimable and replica):
+            with pytest.raises(JournalError, match="each replica writes its own file") as err:
+                Journal(path, replica=replica)
+            assert repr(owner or "") in str(err.value) and repr(replica) in str(err.value)
+            # the refused journal (alive in the traceback) keeps no connection to the file
+            assert not open_fds(path), open_fds(path)
+            continue
+        owner = replica or owner
+        k = Kernel(Policy(allow=("get_a",)))
+        j = Journal(path, replica=replica, rotate_bytes=1 if rotate else 0)
+        j.attach(k)
+        for _ in range(n):
+            k.decide(ToolCall("get_a", "{}", f"t{written}"))
+            written += 1
+            j.sync()
+        j.close()
+    files = series(path)
+    rows = check_chain(files)
+    assert [r["trace"] for r in rows] == [f"t{i}" for i in range(written)]
+    assert {r["replica"] for r in rows} <= {owner or ""}
+    assert verify_chains(files) == [(owner or "", VerifyReport(True, written))]
+
+
+@pytest.mark.fak_theorem("C1.1")
+@hypothesis.settings(max_examples=12, deadline=None)
+@given(
+    st.lists(st.integers(0, 4), min_size=1, max_size=3),  # rows per replica
+    st.randoms(use_true_random=False),
+    st.integers(0, 3),  # tamper with this replica's chain (past the last one: none)
+)
+def test_replicas_chains_verify_each_on_its_own(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], rnd: Any, victim: int
+) -> None:
+    """Several replicas, each rotating after every commit: their files, interleaved in any
+    order that keeps each replica's oldest first, verify as one chain per replica (in the
+    order the replicas first appear); an edited row of one replica breaks that chain only,
+    at that row."""
+    base = tmp_path_factory.mktemp("reps")
+    ids = [f"r{i}" for i in range(len(sizes))] if len(sizes) > 1 else [""]
+    per: dict[str, list[Path]] = {}
+    for replica, n in zip(ids, sizes, strict=True):
+        path = base / f"{replica or 'lone'}.db"
+        k = Kernel(Policy(allow=("get_a",)))
+        j = Journal(path, replica=replica, rotate_bytes=1)
+        j.attach(k)
+        for i in range(n):
+            k.decide(ToolCall("get_a", "{}", f"{replica}-{i}"))
+            j.sync()
+        j.close()
+        per[replica] = series(path)
+    queues = {r: list(fs) for r, fs in per.items()}
+    files: list[Path] = []
+    while any(queues.values()):
+        replica = rnd.choice([r for r, q in queues.items() if q])
+        files.append(queues[replica].pop(0))
+    order = list(dict.fromkeys(r for f in files for r in per if f in per[r]))
+    broken: dict[str, int] = {}
+    if victim < len(ids) and sizes[victim]:
+        replica = ids[victim]
+        seq = rnd.randint(1, sizes[victim])
+        with sqlite3.connect(per[replica][seq - 1]) as conn:  # rotated after every commit
+            conn.execute("UPDATE decisions SET verdict = 'ALLOW!' WHERE seq = ?", (seq,))
+        conn.close()
+        broken[replica] = seq
+    got = verify_chains(files)
+    assert [r for r, _ in got] == order
+    for replica, report in got:
+        if replica in broken:
+            assert (report.ok, report.broken_seq) == (False, broken[replica]), report
+            assert report.broken_file == str(per[replica][broken[replica] - 1])
+        else:
+            n = sizes[ids.index(replica)]
+            assert report == VerifyReport(True, n), (replica, report)

@@ -32,7 +32,7 @@ from fak_core.journal import (
     verify_files,
 )
 from tests.journal.test_gateway_journal import _break as refuse_inserts
-from tests.journal.test_journal import fresh, journaled
+from tests.journal.test_journal import REPLICAS, fresh, journaled
 
 READER = textwrap.dedent(
     """
@@ -113,14 +113,17 @@ OPS = st.one_of(
 
 @pytest.mark.fak_theorem("C1.3")
 @settings(max_examples=30, deadline=None, phases=NO_SHRINK)
-@given(st.lists(OPS, min_size=1, max_size=14))
-@example([("decide", 10), ("hold", 0), ("decide", 10), ("rotate_at", 1), ("decide", 1)])
-@example([("rotate_at", 1), ("decide", 5), ("hold", 0), ("decide", 5), ("release", 0)])
+@given(st.lists(OPS, min_size=1, max_size=14), st.sampled_from(REPLICAS))
+@example([("decide", 10), ("hold", 0), ("decide", 10), ("rotate_at", 1), ("decide", 1)], "")
+@example([("rotate_at", 1), ("decide", 5), ("hold", 0), ("decide", 5), ("release", 0)], "A")
 def test_rotation_under_a_reader_loses_no_acknowledged_row(
-    tmp_path_factory: pytest.TempPathFactory, reader: Reader, ops: list[tuple[str, int]]
+    tmp_path_factory: pytest.TempPathFactory,
+    reader: Reader,
+    ops: list[tuple[str, int]],
+    replica: str,
 ) -> None:
     path = tmp_path_factory.mktemp("c13") / "j.db"
-    k, j = journaled(path)
+    k, j = journaled(path, replica=replica)
     acked: list[str] = []
     n = 0
     try:
@@ -141,7 +144,7 @@ def test_rotation_under_a_reader_loses_no_acknowledged_row(
             else:
                 rotate = j.rotate_bytes
                 j.close()
-                k, j = journaled(path, rotate_bytes=rotate)
+                k, j = journaled(path, rotate_bytes=rotate, replica=replica)
     finally:
         j.close()
         reader.release()
@@ -152,6 +155,7 @@ def test_rotation_under_a_reader_loses_no_acknowledged_row(
     assert report.ok, report.describe()
     rows = [r for f in files for r in read_rows(f)]
     assert [int(r["seq"]) for r in rows] == list(range(1, len(rows) + 1))
+    assert {r["replica"] for r in rows} <= {replica}
     lost = [t for t in acked if t not in {r["trace"] for r in rows}]
     assert not lost, f"{len(lost)} acknowledged rows lost across {len(files)} files: {lost[:5]}"
 

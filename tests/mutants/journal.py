@@ -73,6 +73,16 @@ def reopen_restarts_chain() -> Any:
     return edited(Journal.__init__, ("if last is None:", "if True:"))
 
 
+@mutant("C1.2/replica-claims-used-journal")
+def replica_claims_used_journal() -> Any:
+    """A journal a lone gateway already wrote is claimed for the replica that reopens it
+    (the bug: its earlier rows name no replica, so the intact file no longer verifies)."""
+    return edited(
+        Journal.__init__,
+        ("if owner is None and replica and fresh:", "if owner is None and replica:"),
+    )
+
+
 @mutant("C1.2/gate-ignores-failure")
 def gate_ignores_failure() -> Any:
     """The journal's gate keeps deferring after a write failed (the kernel fails open)."""
