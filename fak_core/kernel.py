@@ -416,7 +416,7 @@ class Kernel:
         confirmed) on ``view.witnessed``."""
         start = time.perf_counter_ns()
         v = fold(self._chains.get(call.tool, self._default_chain), view, self.kinds)
-        witnessed: Witnessed | None = view.witnessed if v.kind == _WITNESS else None
+        witnessed: Witnessed | None = view.witnessed  # set by the fold only on a REQUIRE_WITNESS
         if view._settle is not None:
             after = witnessed.after if witnessed is not None else None
             view.settle(
@@ -529,7 +529,7 @@ class Kernel:
             self._emit(EventKind.SUBMIT, call)
         view = CallView(call, self.max_args_bytes, self.max_depth)
         verdict = self._decide(call, view)
-        witnessed = view.witnessed if verdict.kind == _WITNESS else None
+        witnessed = view.witnessed  # set by the fold only on a REQUIRE_WITNESS
         kind = verdict.kind
         if kind == _WITNESS:
             verdict = self._settle_witness(call, verdict, witnessed)

@@ -246,3 +246,49 @@ def test_resolve_witness_without_the_fold() -> None:
         else:
             assert v.kind == K.DENY and v.by == "witness", (answer, v)
         assert resolver.asked == ["claim-a"]
+
+
+class _Unreachable(Exception):
+    """What a resolver raises when the state it needs is down (StateUnavailable's shape)."""
+
+    deny_reason = 1910
+
+
+class _NotAReason(Exception):
+    deny_reason = "STATE_DOWN"  # not a reason code: no refusal reason to keep
+
+
+@pytest.mark.fak_theorem("D8")
+@pytest.mark.fak_theorem("D8.1")
+@pytest.mark.parametrize("later", [WitnessOutcome.CONFIRMED, WitnessOutcome.ABSTAIN])
+def test_a_resolver_that_cannot_reach_its_state_refuses_with_its_reason(
+    later: WitnessOutcome,
+) -> None:
+    """A resolver that raises an exception carrying a reason code refuses the claim with
+    that reason, its message as the claim, before any later resolver can confirm it; an
+    exception without a code (or with something else there) is an abstention (D8)."""
+    for exc, wanted in (
+        (_Unreachable("the shared state is down"), "reason"),
+        (_NotAReason("odd"), "abstain"),
+        (RuntimeError("boom"), "abstain"),
+    ):
+        k = Kernel(Policy(allow=("wire",)))
+
+        class Raising:
+            def resolve(self, call: ToolCall, claim: str, exc: Exception = exc) -> Any:
+                raise exc
+
+        after = _Resolver()
+        after.answers = {"claim-a": later}
+        k.add_witness_resolver("a-raises", Raising())
+        k.add_witness_resolver("b-later", after)
+        v = k.resolve_witness(ToolCall("wire", "{}", "t"), _verdict("Wa"))
+        if wanted == "reason":
+            assert (v.kind, int(v.reason), v.by) == (K.DENY, 1910, "witness"), v
+            assert v.claim == "the shared state is down"
+            assert dict(v.meta) == {"witness": "error", "claim": "claim-a"}
+            assert after.asked == []
+        elif later is WitnessOutcome.CONFIRMED:
+            assert v.kind == K.ALLOW and v.meta["resolver"] == "b-later", (exc, v)
+        else:
+            assert (v.kind, v.reason) == (K.DENY, Reason.UNWITNESSED), (exc, v)
