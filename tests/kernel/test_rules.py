@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from fak_core import Kernel, Policy, PolicyError, Reason, Taint, ToolCall, VerdictKind, load_policy
 from fak_core.rules import ArgumentRule
 
+REASONS = {"POLICY_BLOCK": Reason.POLICY_BLOCK, "SECRET_EXFIL": Reason.SECRET_EXFIL}
+TOOLS = ("pay", "refund")
 rules_st = st.lists(
     st.tuples(
         st.integers(0, 50),  # lo
@@ -19,43 +21,77 @@ rules_st = st.lists(
         st.sampled_from(["any", "trusted", "tainted"]),
         st.sampled_from(["allow", "deny", "witness"]),
         st.integers(-2, 2),  # priority
+        st.sampled_from(TOOLS),
+        st.sampled_from(["", *REASONS]),  # reason ("" on every allow rule)
+        st.sampled_from(["", "over the limit"]),  # claim
     ),
     max_size=6,
 )
+Raw = tuple[int, int, str, str, int, str, str, str]
 
 
-def _rule(lo: int, width: int, taint: str, effect: str, priority: int) -> ArgumentRule:
+def _rule(
+    lo: int,
+    width: int,
+    taint: str,
+    effect: str,
+    priority: int,
+    tool: str = "pay",
+    reason: str = "",
+    claim: str = "",
+) -> ArgumentRule:
     when = {"properties": {"amount": {"minimum": lo, "maximum": lo + width}}}
-    return ArgumentRule("pay", effect, when, taint, priority)
+    reason = "" if effect == "allow" else reason
+    return ArgumentRule(tool, effect, when, taint, priority, reason, claim)
 
 
 @pytest.mark.fak_theorem("D2.9")
-@given(rules_st, st.integers(0, 100), st.booleans())
+@given(
+    rules_st,
+    st.sampled_from(TOOLS),
+    st.integers(0, 100),
+    st.sampled_from([Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED]),  # the session
+    st.sampled_from([Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED]),  # the arguments
+)
 def test_the_first_matching_rule_by_priority_decides(
-    raw: list[tuple[int, int, str, str, int]], amount: int, tainted: bool
+    raw: list[Raw], tool: str, amount: int, session: Taint, args_taint: Taint
 ) -> None:
     rules = tuple(_rule(*r) for r in raw)
-    k = Kernel(Policy(version="fak-policy/v2", allow=("pay",), rules=rules))
-    if tainted:
-        k.ledger.raise_to("s", Taint.TAINTED)
-    v = k.decide(ToolCall("pay", json.dumps({"amount": amount}), "s"))
+    k = Kernel(Policy(version="fak-policy/v2", allow=TOOLS, rules=rules))
+    k.ledger.raise_to("s", session)
+    call = ToolCall(tool, json.dumps({"amount": amount}), "s", args_taint=args_taint)
+    v = k.decide(call)
+    # a session is tainted once its level is, or quarantined arguments make it so
+    tainted = session != Taint.TRUSTED or args_taint == Taint.QUARANTINED
     order = sorted(range(len(raw)), key=lambda i: (-raw[i][4], i))
-    expected = "allow"
+    first = None
     for i in order:
-        lo, width, taint, effect, _ = raw[i]
+        lo, width, taint, _, _, rule_tool, _, _ = raw[i]
+        if rule_tool != tool:
+            continue
         if (taint == "trusted" and tainted) or (taint == "tainted" and not tainted):
             continue
         if lo <= amount <= lo + width:
-            expected = effect
-            if effect != "allow":
-                assert v.meta["rule"] == str(i)
+            first = i
             break
+    effect = "allow" if first is None else raw[first][3]
     kind = {"allow": VerdictKind.ALLOW, "deny": VerdictKind.DENY}.get(
-        expected, VerdictKind.REQUIRE_WITNESS
+        effect, VerdictKind.REQUIRE_WITNESS
     )
-    assert v.kind == kind, (expected, v)
-    if expected == "deny":
-        assert (v.reason, v.by) == (Reason.POLICY_BLOCK, "rules")
+    assert v.kind == kind, (first, v)
+    gate = k.rules.adjudicate(k.view(call))
+    if first is None or effect == "allow":
+        assert gate.kind == VerdictKind.DEFER
+        return
+    reason, claim = raw[first][6], raw[first][7]
+    default = Reason.POLICY_BLOCK if effect == "deny" else Reason.TRUST_VIOLATION
+    assert (gate.reason, gate.by, gate.meta["rule"]) == (
+        REASONS.get(reason, default),
+        "rules",
+        str(first),
+    )
+    assert gate.claim == (claim or f"argument rule {first} for {tool} ({effect})")
+    assert (v.reason, v.claim) == (gate.reason, gate.claim)
 
 
 @pytest.mark.fak_theorem("D2.9")
