@@ -104,7 +104,13 @@ policies = st.builds(
 
 
 all_classes = st.sampled_from(CLASSES)
-pointers = st.lists(names.map(lambda n: "/" + n), max_size=2, unique=True).map(tuple)
+# RFC 6901: "/" then reference tokens, "~" only as "~0" (a "~") or "~1" (a "/")
+_POINTER = st.lists(
+    st.sampled_from(["a", "to", "0", "", "~0", "~1", "a~1b", "~0~1", "~1~0x"]),
+    min_size=1,
+    max_size=3,
+).map(lambda tokens: "/" + "/".join(tokens))
+pointers = st.lists(_POINTER, max_size=2, unique=True).map(tuple)
 tool_decls = st.one_of(
     st.just(ToolDecl("NONE")),
     st.builds(
@@ -799,7 +805,12 @@ _BREAKERS: dict[str, Breaker] = {
 # NONE tool has neither destinations nor content. A rule has a tool, an effect, and
 # optionally when (a JSON Schema), taint, priority (an integer), reason (a refusal reason,
 # not on an allow rule) and claim (a string).
-_NOT_A_POINTER = st.sampled_from(["to", "", "a/b", "/a~2", "/a~", "~0", " /a", 1, True, ["/a"]])
+_NOT_A_POINTER = st.sampled_from(
+    [
+        *("to", "", "a/b", "~0", " /a", 1, True, ["/a"]),  # no leading "/"
+        *("/a~2", "/a~", "/~", "/~~0", "/~0~", "/a~1~2", "/~0/b~x", "/~1~0~3"),  # a bad escape
+    ]
+)
 _NOT_A_BOOL = st.sampled_from([1, 0, "true", "yes", [True], {"a": True}, 1.0])
 _NOT_A_CLASS = st.sampled_from(
     ["MAIL", "egress", "none", "", "UNDECLARED", "Exec", 1, True, ["EGRESS"], {"a": "b"}]
@@ -807,7 +818,6 @@ _NOT_A_CLASS = st.sampled_from(
 _NOT_A_SCHEMA = st.sampled_from(
     [{"type": "nope"}, {"minimum": "x"}, {"required": "q"}, {"type": 1}, 1, "x", [1], 1.5]
 )
-_POINTER = names.map(lambda n: "/" + n)
 
 
 def _valid_decl(data: Any) -> dict[str, Any]:

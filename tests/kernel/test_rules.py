@@ -4,8 +4,10 @@ the first matching rule by (priority descending, file order) with its own range 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,33 +18,37 @@ REASONS = {"POLICY_BLOCK": Reason.POLICY_BLOCK, "SECRET_EXFIL": Reason.SECRET_EX
 TOOLS = ("pay", "refund")
 rules_st = st.lists(
     st.tuples(
-        st.integers(0, 50),  # lo
+        st.none() | st.integers(0, 50),  # lo (None: no condition, every call)
         st.integers(0, 50),  # width
         st.sampled_from(["any", "trusted", "tainted"]),
         st.sampled_from(["allow", "deny", "witness"]),
         st.integers(-2, 2),  # priority
         st.sampled_from(TOOLS),
-        st.sampled_from(["", *REASONS]),  # reason ("" on every allow rule)
+        st.sampled_from(["", *REASONS]),  # reason (none on an allow rule)
         st.sampled_from(["", "over the limit"]),  # claim
+        st.booleans(),  # write the keys at their documented defaults, or leave them out
     ),
     max_size=6,
 )
-Raw = tuple[int, int, str, str, int, str, str, str]
+Raw = tuple[int | None, int, str, str, int, str, str, str, bool]
 
 
-def _rule(
-    lo: int,
-    width: int,
-    taint: str,
-    effect: str,
-    priority: int,
-    tool: str = "pay",
-    reason: str = "",
-    claim: str = "",
-) -> ArgumentRule:
-    when = {"properties": {"amount": {"minimum": lo, "maximum": lo + width}}}
-    reason = "" if effect == "allow" else reason
-    return ArgumentRule(tool, effect, when, taint, priority, reason, claim)
+def _rule_doc(raw: Raw) -> dict[str, Any]:
+    """The rule as a policy file writes it (README "Policy v2"): a key at its documented
+    default (when: every call, taint any, priority 0, no reason, no claim) may be left out."""
+    lo, width, taint, effect, priority, tool, reason, claim, explicit = raw
+    doc: dict[str, Any] = {"tool": tool, "effect": effect}
+    if lo is not None:
+        doc["when"] = {"properties": {"amount": {"minimum": lo, "maximum": lo + width}}}
+    for key, value, default in (
+        ("taint", taint, "any"),
+        ("priority", priority, 0),
+        ("reason", "" if effect == "allow" else reason, ""),
+        ("claim", claim, ""),
+    ):
+        if value != default or explicit:
+            doc[key] = value
+    return doc
 
 
 @pytest.mark.fak_theorem("D2.9")
@@ -52,12 +58,13 @@ def _rule(
     st.integers(0, 100),
     st.sampled_from([Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED]),  # the session
     st.sampled_from([Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED]),  # the arguments
+    st.sampled_from(["json", "toml"]),
 )
 def test_the_first_matching_rule_by_priority_decides(
-    raw: list[Raw], tool: str, amount: int, session: Taint, args_taint: Taint
+    raw: list[Raw], tool: str, amount: int, session: Taint, args_taint: Taint, fmt: str
 ) -> None:
-    rules = tuple(_rule(*r) for r in raw)
-    k = Kernel(Policy(version="fak-policy/v2", allow=TOOLS, rules=rules))
+    doc = {"version": "fak-policy/v2", "allow": list(TOOLS), "rules": [_rule_doc(r) for r in raw]}
+    k = Kernel(load_policy(json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc), fmt))
     k.ledger.raise_to("s", session)
     call = ToolCall(tool, json.dumps({"amount": amount}), "s", args_taint=args_taint)
     v = k.decide(call)
@@ -66,12 +73,12 @@ def test_the_first_matching_rule_by_priority_decides(
     order = sorted(range(len(raw)), key=lambda i: (-raw[i][4], i))
     first = None
     for i in order:
-        lo, width, taint, _, _, rule_tool, _, _ = raw[i]
+        lo, width, taint, _, _, rule_tool, _, _, _ = raw[i]
         if rule_tool != tool:
             continue
         if (taint == "trusted" and tainted) or (taint == "tainted" and not tainted):
             continue
-        if lo <= amount <= lo + width:
+        if lo is None or lo <= amount <= lo + width:
             first = i
             break
     effect = "allow" if first is None else raw[first][3]
