@@ -454,6 +454,11 @@ def _left_out(raw: dict[str, Any], record: Any, data: Any, label: str) -> Any:
     gone = data.draw(
         st.sets(st.sampled_from(optional)) if optional else st.just(set()), label=label
     )
+    result = dataclasses.replace(record, **{k: defaults[k] for k in gone})
+    # an allow-list or an approval needs destinations or content to apply to
+    bare = isinstance(result, ToolDecl) and not (result.destinations or result.content)
+    if bare and (result.allow_destinations or result.approve):
+        gone -= {"destinations", "content"}
     for k in gone:
         del raw[k]
     return dataclasses.replace(record, **{k: defaults[k] for k in gone})
@@ -729,7 +734,12 @@ _BREAKERS: dict[str, Breaker] = {
         "deny_hosts", st.sampled_from(["exa mple.com", "10.0.0.0/33", "http://x/"])
     ),
     "version-wrong": _top(
-        "version", _NOT_A_STRING | st.sampled_from(["fak-policy/v3", "", "v1", "FAK-POLICY/V1"])
+        "version",
+        _NOT_A_STRING
+        | st.sampled_from(["fak-policy/v3", "", "v1", "FAK-POLICY/V1", "fak-policy/V2"])
+        # a known version and more: another version, not a spelling of a known one
+        | st.sampled_from(["fak-policy/v10", "fak-policy/v1.1", "fak-policy/v2-draft"])
+        | st.sampled_from(["fak-policy/v1 ", "fak-policy/v20", "fak-policy/v2\n"]),
     ),
     "posture-unknown": _top(
         "posture", _NOT_A_STRING | st.sampled_from(["yolo", "", "FAIL_CLOSED", "fail-closed"])
