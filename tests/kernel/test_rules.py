@@ -172,3 +172,21 @@ def test_taint_conditions_claims_ties_and_unparseable_arguments() -> None:
     assert k.rules.adjudicate(k.view(ToolCall("pay", "[1, 2]", "clean"))).kind == (
         VerdictKind.DEFER
     )
+
+
+@pytest.mark.fak_theorem("D2.9")
+@pytest.mark.parametrize("fmt", ["json", "toml"])
+def test_a_rules_keys_left_out_take_their_documented_defaults(fmt: str) -> None:
+    # README "Policy v2": no `when` is every call, taint `any`, priority 0, no reason
+    # (the effect's default), no claim (one naming the rule)
+    doc = {
+        "version": "fak-policy/v2",
+        "rules": [{"tool": "t", "effect": effect} for effect in ("allow", "deny", "witness")],
+    }
+    policy = load_policy(json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc), fmt)
+    assert [(r.when, r.taint, r.priority, r.reason, r.claim) for r in policy.rules] == [
+        (True, "any", 0, "", "")
+    ] * 3
+    written = {**doc, "rules": [{**r, "priority": 0} for r in doc["rules"]]}
+    again = load_policy(json.dumps(written) if fmt == "json" else tomli_w.dumps(written), fmt)
+    assert again == policy
