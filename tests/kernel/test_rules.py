@@ -3,6 +3,7 @@ the first matching rule by (priority descending, file order) with its own range 
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -51,54 +52,61 @@ def _rule_doc(raw: Raw) -> dict[str, Any]:
     return doc
 
 
-@pytest.mark.fak_theorem("D2.9")
-@given(
-    rules_st,
-    st.sampled_from(TOOLS),
-    st.integers(0, 100),
-    st.sampled_from([Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED]),  # the session
-    st.sampled_from([Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED]),  # the arguments
-    st.sampled_from(["json", "toml"]),
-)
-def test_the_first_matching_rule_by_priority_decides(
-    raw: list[Raw], tool: str, amount: int, session: Taint, args_taint: Taint, fmt: str
-) -> None:
-    doc = {"version": "fak-policy/v2", "allow": list(TOOLS), "rules": [_rule_doc(r) for r in raw]}
-    k = Kernel(load_policy(json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc), fmt))
-    k.ledger.raise_to("s", session)
-    call = ToolCall(tool, json.dumps({"amount": amount}), "s", args_taint=args_taint)
-    v = k.decide(call)
-    # a session is tainted once its level is, or quarantined arguments make it so
-    tainted = session != Taint.TRUSTED or args_taint == Taint.QUARANTINED
-    order = sorted(range(len(raw)), key=lambda i: (-raw[i][4], i))
-    first = None
-    for i in order:
+SESSIONS = (Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED)
+
+
+def _first_match(raw: list[Raw], tool: str, amount: int, tainted: bool) -> int | None:
+    """The oracle: the index of the first rule, by (priority descending, file order), for
+    ``tool`` whose taint condition holds and whose range holds ``amount``."""
+    for i in sorted(range(len(raw)), key=lambda i: (-raw[i][4], i)):
         lo, width, taint, _, _, rule_tool, _, _, _ = raw[i]
         if rule_tool != tool:
             continue
         if (taint == "trusted" and tainted) or (taint == "tainted" and not tainted):
             continue
         if lo is None or lo <= amount <= lo + width:
-            first = i
-            break
-    effect = "allow" if first is None else raw[first][3]
-    kind = {"allow": VerdictKind.ALLOW, "deny": VerdictKind.DENY}.get(
-        effect, VerdictKind.REQUIRE_WITNESS
-    )
-    assert v.kind == kind, (first, v)
-    gate = k.rules.adjudicate(k.view(call))
-    if first is None or effect == "allow":
-        assert gate.kind == VerdictKind.DEFER
-        return
-    reason, claim = raw[first][6], raw[first][7]
-    default = Reason.POLICY_BLOCK if effect == "deny" else Reason.TRUST_VIOLATION
-    assert (gate.reason, gate.by, gate.meta["rule"]) == (
-        REASONS.get(reason, default),
-        "rules",
-        str(first),
-    )
-    assert gate.claim == (claim or f"argument rule {first} for {tool} ({effect})")
-    assert (v.reason, v.claim) == (gate.reason, gate.claim)
+            return i
+    return None
+
+
+@pytest.mark.fak_theorem("D2.9")
+@given(rules_st, st.sampled_from(["json", "toml"]), st.integers(0, 100))
+def test_the_first_matching_rule_by_priority_decides(raw: list[Raw], fmt: str, extra: int) -> None:
+    doc = {"version": "fak-policy/v2", "allow": list(TOOLS), "rules": [_rule_doc(r) for r in raw]}
+    k = Kernel(load_policy(json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc), fmt))
+    for session in SESSIONS:
+        k.ledger.raise_to(session.label, session)
+    # every edge of every range (each side of it), and one more amount
+    amounts = {extra}
+    for lo, width, *_ in raw:
+        if lo is not None:
+            amounts |= {lo - 1, lo, lo + width, lo + width + 1}
+    for session, args_taint, tool, amount in itertools.product(
+        SESSIONS, (Taint.TAINTED, Taint.QUARANTINED), TOOLS, sorted(amounts)
+    ):
+        call = ToolCall(tool, json.dumps({"amount": amount}), session.label, args_taint=args_taint)
+        # a session is tainted once its level is, or quarantined arguments make it so
+        tainted = session != Taint.TRUSTED or args_taint == Taint.QUARANTINED
+        first = _first_match(raw, tool, amount, tainted)
+        effect = "allow" if first is None else raw[first][3]
+        v = k.decide(call)
+        kind = {"allow": VerdictKind.ALLOW, "deny": VerdictKind.DENY}.get(
+            effect, VerdictKind.REQUIRE_WITNESS
+        )
+        assert v.kind == kind, (call, first, v)
+        gate = k.rules.adjudicate(k.view(call))
+        if first is None or effect == "allow":
+            assert gate.kind == VerdictKind.DEFER
+            continue
+        reason, claim = raw[first][6], raw[first][7]
+        default = Reason.POLICY_BLOCK if effect == "deny" else Reason.TRUST_VIOLATION
+        assert (gate.reason, gate.by, gate.meta["rule"]) == (
+            REASONS.get(reason, default),
+            "rules",
+            str(first),
+        ), (call, first)
+        assert gate.claim == (claim or f"argument rule {first} for {tool} ({effect})")
+        assert (v.reason, v.claim) == (gate.reason, gate.claim)
 
 
 @pytest.mark.fak_theorem("D2.9")
