@@ -279,7 +279,7 @@ def test_unknown_reason_names_are_rejected() -> None:
         load_policy('{"deny": {"x": "NONE"}}', "json")
 
 
-@pytest.mark.fak_theorem("D2.3")
+@pytest.mark.fak_theorem("D2.1", "D2.3")
 @pytest.mark.parametrize(
     ("doc", "fragment"),
     [
