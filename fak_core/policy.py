@@ -142,7 +142,7 @@ class Policy:
 
     @property
     def is_v2(self) -> bool:
-        return self.version.startswith(POLICY_V2)
+        return self.version == POLICY_V2
 
 
 _KEYS = tuple(f.name for f in fields(Policy))
@@ -198,13 +198,13 @@ def parse_policy(
     if unknown:
         raise PolicyError(f"unknown policy key {unknown[0]!r}; valid keys: {', '.join(_KEYS)}")
     version = doc.get("version", POLICY_VERSION)
-    if not isinstance(version, str) or not version.startswith((POLICY_VERSION, POLICY_V2)):
+    if version not in (POLICY_VERSION, POLICY_V2):  # exactly: "fak-policy/v10" is neither
         raise _fail(
             "version",
             f"expected {POLICY_VERSION!r} or {POLICY_V2!r} (this kernel reads v1 and v2), "
             f"got {version!r}",
         )
-    v2 = version.startswith(POLICY_V2)
+    v2 = version == POLICY_V2
     for key in V2_KEYS:
         if key in doc and not v2:
             raise _fail(key, f"needs version {POLICY_V2!r} (this document is {version!r})")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import tomli_w
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fak_core import (
@@ -34,6 +34,8 @@ from fak_core.ratelimit import RateLimit
 from fak_core.rules import ArgumentRule
 
 names = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=8)
+V2 = "fak-policy/v2"
+CLASSES = ("EXEC", "DESTRUCTIVE", "EGRESS", "SPEND", "CREDENTIAL")  # the registry's
 reasons = st.sampled_from(
     ["POLICY_BLOCK", "SECRET_EXFIL", "DEFAULT_DENY", "EGRESS_BLOCK", "SELF_MODIFY"]
 )
@@ -101,7 +103,14 @@ policies = st.builds(
 )
 
 
-pointers = st.lists(names.map(lambda n: "/" + n), max_size=2, unique=True).map(tuple)
+all_classes = st.sampled_from(CLASSES)
+# RFC 6901: "/" then reference tokens, "~" only as "~0" (a "~") or "~1" (a "/")
+_POINTER = st.lists(
+    st.sampled_from(["a", "to", "0", "", "~0", "~1", "a~1b", "~0~1", "~1~0x"]),
+    min_size=1,
+    max_size=3,
+).map(lambda tokens: "/" + "/".join(tokens))
+pointers = st.lists(_POINTER, max_size=2, unique=True).map(tuple)
 tool_decls = st.one_of(
     st.just(ToolDecl("NONE")),
     st.builds(
@@ -112,7 +121,7 @@ tool_decls = st.one_of(
             content,
             approve and bool(dests or content),
         ),
-        st.sampled_from(["EXEC", "DESTRUCTIVE", "EGRESS", "SPEND", "CREDENTIAL"]),
+        all_classes,
         pointers,
         st.lists(names, max_size=2).map(tuple),
         pointers,
@@ -121,43 +130,58 @@ tool_decls = st.one_of(
 )
 argument_rules = st.lists(
     st.builds(
-        lambda tool, effect, lo, taint, priority, claim: ArgumentRule(
-            tool,
-            effect,
-            {"properties": {"n": {"minimum": lo}}} if lo is not None else True,
-            taint,
-            priority,
-            "POLICY_BLOCK" if effect == "deny" else "",
-            claim,
+        lambda tool, effect, when, taint, priority, reason, claim: ArgumentRule(
+            tool, effect, when, taint, priority, "" if effect == "allow" else reason, claim
         ),
         names,
         st.sampled_from(["allow", "deny", "witness"]),
-        st.none() | st.integers(-3, 3),
+        st.sampled_from([True, False, {"required": ["n"]}])
+        | st.integers(-3, 3).map(lambda lo: {"properties": {"n": {"minimum": lo}}}),
         st.sampled_from(["any", "trusted", "tainted"]),
-        st.integers(-3, 3),
-        st.sampled_from(["", "over the limit"]),
+        st.integers(-(2**40), 2**40) | st.integers(-3, 3),
+        reasons | st.just(""),
+        st.sampled_from(["", "over the limit", "東京"]),
     ),
     max_size=3,
 ).map(tuple)
-# v2 documents: every v1 key plus declared tool semantics, strict_sinks and argument rules
+# v2 documents: every v1 key plus declared tool semantics, strict_sinks and argument rules;
+# gated_sinks and authorize may name every class of the registry
 v2_policies = st.builds(
-    lambda p, tools, strict, rules: Policy(
+    lambda p, gated, authorize, tools, strict, rules: Policy(
         **{
             **{f: getattr(p, f) for f in p.__dataclass_fields__},
             "version": "fak-policy/v2",
+            "gated_sinks": gated,
+            "authorize": authorize,
             "tools": tools,
             "strict_sinks": strict,
             "rules": rules,
         }
     ),
     policies,
+    st.lists(all_classes, unique=True).map(tuple),
+    st.lists(st.builds(AuthorizeRule, names, all_classes), max_size=2).map(tuple),
     st.dictionaries(names, tool_decls, max_size=3),
     st.booleans(),
     argument_rules,
 )
 
 
+_EDGES = Policy(  # the boundaries of every numeric and optional field, always run
+    version=V2,
+    arg_rules=(ArgRule("t", "a", max_bytes=0), ArgRule("t", "b", max_bytes=2**53)),
+    gated_sinks=(),
+    safe_sinks=(),
+    tools={"n": ToolDecl("NONE"), "s": ToolDecl("SPEND", ("/",), ("x",), ("/a~0~1",), True)},
+    strict_sinks=True,
+    rules=(ArgumentRule("t", "witness", False, "tainted", -(2**62), "", ""),),
+    rate_limit=RateLimit(1, 0.5, "global"),
+)
+
+
 @pytest.mark.fak_theorem("D2.1")
+@example(_EDGES, "json")
+@example(_EDGES, "toml")
 @given(policies | v2_policies, st.sampled_from(["json", "toml"]))
 def test_load_dump_load_is_the_identity(policy: Policy, fmt: str) -> None:
     text = dump_policy(policy, fmt)
@@ -255,7 +279,7 @@ def test_unknown_reason_names_are_rejected() -> None:
         load_policy('{"deny": {"x": "NONE"}}', "json")
 
 
-@pytest.mark.fak_theorem("D2.3")
+@pytest.mark.fak_theorem("D2.1", "D2.3")
 @pytest.mark.parametrize(
     ("doc", "fragment"),
     [
@@ -412,7 +436,6 @@ def test_set_policy_replaces_sources_and_schemas_it_had_set() -> None:
 
 # ------------------------------------------------- every key: defaults, refusals, format
 _FIELDS = {f.name: f for f in dataclasses.fields(Policy)}
-_RULE_REASON = next(f.default for f in dataclasses.fields(ArgRule) if f.name == "reason")
 
 
 def _default(name: str) -> Any:
@@ -420,21 +443,56 @@ def _default(name: str) -> Any:
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
+def _left_out(raw: dict[str, Any], record: Any, data: Any, label: str) -> Any:
+    """Leave optional keys out of one written table; ``record`` with them at its defaults
+    (an argument rule's check is not optional: it needs exactly one)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(record)}
+    checks = ("allow_glob", "deny_regex", "max_bytes") if isinstance(record, ArgRule) else ()
+    optional = sorted(
+        k for k in raw if k not in checks and defaults.get(k) is not dataclasses.MISSING
+    )
+    gone = data.draw(
+        st.sets(st.sampled_from(optional)) if optional else st.just(set()), label=label
+    )
+    result = dataclasses.replace(record, **{k: defaults[k] for k in gone})
+    # an allow-list or an approval needs destinations or content to apply to
+    bare = isinstance(result, ToolDecl) and not (result.destinations or result.content)
+    if bare and (result.allow_destinations or result.approve):
+        gone -= {"destinations", "content"}
+    for k in gone:
+        del raw[k]
+    return dataclasses.replace(record, **{k: defaults[k] for k in gone})
+
+
 @pytest.mark.fak_theorem("D2.1", "D2.3")
-@given(policies, st.data(), st.sampled_from(["json", "toml"]))
+@given(policies | v2_policies, st.data(), st.sampled_from(["json", "toml"]))
 def test_a_key_left_out_means_its_default(policy: Policy, data: Any, fmt: str) -> None:
     doc = policy_to_dict(policy)
-    dropped = data.draw(st.sets(st.sampled_from(sorted(doc))), label="dropped")
+    # a v2 document keeps its version (without it, it is v1 and its v2 keys are refused)
+    optional = sorted(k for k in doc if k != "version" or not policy.is_v2)
+    dropped = data.draw(st.sets(st.sampled_from(optional)), label="dropped")
     kept = {k: v for k, v in doc.items() if k not in dropped}
-    # the oracle is the dataclasses' own field defaults, not the loader
-    expected = dataclasses.replace(policy, **{k: _default(k) for k in dropped})
-    rules = []
-    for raw, rule in zip(kept.get("arg_rules", []), expected.arg_rules, strict=True):
-        if data.draw(st.booleans(), label="leave out the rule's reason"):
-            del raw["reason"]
-            rule = dataclasses.replace(rule, reason=_RULE_REASON)
-        rules.append(rule)
-    expected = dataclasses.replace(expected, arg_rules=tuple(rules))
+    # the oracle is the dataclasses' own field defaults, not the loader; in v2 the
+    # gated sinks default to every class of the registry (D2.8)
+    defaults = {k: _default(k) for k in dropped}
+    if policy.is_v2 and "gated_sinks" in dropped:
+        defaults["gated_sinks"] = CLASSES
+    expected = dataclasses.replace(policy, **defaults)
+    arg_rules = [
+        _left_out(raw, rule, data, "arg rule keys left out")
+        for raw, rule in zip(kept.get("arg_rules", []), expected.arg_rules, strict=True)
+    ]
+    rules = [
+        _left_out(raw, rule, data, "rule keys left out")
+        for raw, rule in zip(kept.get("rules", []), expected.rules, strict=True)
+    ]
+    tools = {
+        name: _left_out(kept["tools"][name], decl, data, f"{name}: keys left out")
+        for name, decl in expected.tools.items()
+    }
+    expected = dataclasses.replace(
+        expected, arg_rules=tuple(arg_rules), rules=tuple(rules), tools=tools
+    )
     text = json.dumps(kept) if fmt == "json" else tomli_w.dumps(kept)
     assert load_policy(text, fmt) == expected
 
@@ -676,7 +734,12 @@ _BREAKERS: dict[str, Breaker] = {
         "deny_hosts", st.sampled_from(["exa mple.com", "10.0.0.0/33", "http://x/"])
     ),
     "version-wrong": _top(
-        "version", _NOT_A_STRING | st.sampled_from(["fak-policy/v3", "", "v1", "FAK-POLICY/V1"])
+        "version",
+        _NOT_A_STRING
+        | st.sampled_from(["fak-policy/v3", "", "v1", "FAK-POLICY/V1", "fak-policy/V2"])
+        # a known version and more: another version, not a spelling of a known one
+        | st.sampled_from(["fak-policy/v10", "fak-policy/v1.1", "fak-policy/v2-draft"])
+        | st.sampled_from(["fak-policy/v1 ", "fak-policy/v20", "fak-policy/v2\n"]),
     ),
     "posture-unknown": _top(
         "posture", _NOT_A_STRING | st.sampled_from(["yolo", "", "FAIL_CLOSED", "fail-closed"])
@@ -744,6 +807,304 @@ _BREAKERS: dict[str, Breaker] = {
 }
 
 
+# ------------------------------------------------------------- v2 keys, every breakage
+# Derived from the format (README "Policy v2"), not from the loader: a declaration has a
+# sink (a registered class or NONE), destinations and content (lists of distinct RFC 6901
+# pointers), allow_destinations (non-empty strings with a canonical form, only with
+# destinations or content), approve (a boolean, only with destinations or content); a
+# NONE tool has neither destinations nor content. A rule has a tool, an effect, and
+# optionally when (a JSON Schema), taint, priority (an integer), reason (a refusal reason,
+# not on an allow rule) and claim (a string).
+_NOT_A_POINTER = st.sampled_from(
+    [
+        *("to", "", "a/b", "~0", " /a", 1, True, ["/a"]),  # no leading "/"
+        *("/a~2", "/a~", "/~", "/~~0", "/~0~", "/a~1~2", "/~0/b~x", "/~1~0~3"),  # a bad escape
+    ]
+)
+_NOT_A_BOOL = st.sampled_from([1, 0, "true", "yes", [True], {"a": True}, 1.0])
+_NOT_A_CLASS = st.sampled_from(
+    ["MAIL", "egress", "none", "", "UNDECLARED", "Exec", 1, True, ["EGRESS"], {"a": "b"}]
+)
+_NOT_A_SCHEMA = st.sampled_from(
+    [{"type": "nope"}, {"minimum": "x"}, {"required": "q"}, {"type": 1}, 1, "x", [1], 1.5]
+)
+
+
+def _valid_decl(data: Any) -> dict[str, Any]:
+    """A valid declaration with a class (never NONE), any optional keys left out."""
+    decl: dict[str, Any] = {"sink": data.draw(st.sampled_from(CLASSES), label="sink")}
+    dests = data.draw(st.lists(_POINTER, max_size=2, unique=True), label="destinations")
+    content = data.draw(st.lists(_POINTER, max_size=2, unique=True), label="content")
+    if dests or data.draw(st.booleans()):
+        decl["destinations"] = dests
+    if content or data.draw(st.booleans()):
+        decl["content"] = content
+    if dests or content:
+        allowed = data.draw(st.lists(st.sampled_from(["a.example", "x@y.example", "bob"])))
+        if allowed or data.draw(st.booleans()):
+            decl["allow_destinations"] = allowed
+        if data.draw(st.booleans()):
+            decl["approve"] = data.draw(st.booleans())
+    elif data.draw(st.booleans()):
+        decl["approve"] = False
+    return decl
+
+
+def _decl_broken(change: Callable[[dict[str, Any], Any], str]) -> Breaker:
+    """A valid declaration changed by ``change`` (the sub-key it broke, or ""), added to
+    ``tools`` under a name the table does not have."""
+
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        decl = _valid_decl(data)
+        sub = change(decl, data)
+        where = f"tools.{_tool(doc, 'tools', data, decl)}"
+        return f"{where}.{sub}" if sub else where
+
+    return brk
+
+
+def _decl_sink(decl: dict[str, Any], data: Any) -> str:
+    if data.draw(st.booleans(), label="leave the sink out"):
+        del decl["sink"]
+    else:
+        decl["sink"] = data.draw(_NOT_A_CLASS)
+    return "sink"
+
+
+def _pointers_not_a_list(key: str) -> Callable[[dict[str, Any], Any], str]:
+    def change(decl: dict[str, Any], data: Any) -> str:
+        decl[key] = data.draw(st.sampled_from(["/to", 1, {"a": "/b"}, True]))
+        return key
+
+    return change
+
+
+def _pointer_entry(key: str) -> Callable[[dict[str, Any], Any], str]:
+    def change(decl: dict[str, Any], data: Any) -> str:
+        items = list(decl.get(key, []))
+        i = data.draw(st.integers(0, len(items)), label="index")
+        decl[key] = [*items[:i], data.draw(_NOT_A_POINTER), *items[i:]]
+        return f"{key}[{i}]"
+
+    return change
+
+
+def _pointer_twice(key: str) -> Callable[[dict[str, Any], Any], str]:
+    def change(decl: dict[str, Any], data: Any) -> str:
+        items = list(decl.get(key, [])) or [data.draw(_POINTER)]
+        again = data.draw(st.sampled_from(items))
+        i = data.draw(st.integers(0, len(items)), label="index")
+        decl[key] = [*items[:i], again, *items[i:]]
+        return key
+
+    return change
+
+
+def _never_a_sink_with(key: str) -> Callable[[dict[str, Any], Any], str]:
+    """A NONE tool with ``key`` (destinations or content), the other left empty."""
+
+    def change(decl: dict[str, Any], data: Any) -> str:
+        other = "content" if key == "destinations" else "destinations"
+        decl.update({"sink": "NONE", other: [], key: data.draw(st.lists(_POINTER, min_size=1))})
+        return key
+
+    return change
+
+
+def _with_destinations(decl: dict[str, Any], data: Any) -> None:
+    """Give the declaration a destination if it has none (so an allow-list applies)."""
+    if not decl.get("destinations") and not decl.get("content"):
+        decl["destinations"] = [data.draw(_POINTER)]
+
+
+def _allow_entry(
+    bad: st.SearchStrategy[Any], indexed: bool
+) -> Callable[[dict[str, Any], Any], str]:
+    """An allow-list entry ``bad`` among valid ones; the error names the list, or the
+    entry's index when ``indexed``."""
+
+    def change(decl: dict[str, Any], data: Any) -> str:
+        _with_destinations(decl, data)
+        items = list(decl.get("allow_destinations", []))
+        i = data.draw(st.integers(0, len(items)), label="index")
+        decl["allow_destinations"] = [*items[:i], data.draw(bad), *items[i:]]
+        return f"allow_destinations[{i}]" if indexed else "allow_destinations"
+
+    return change
+
+
+def _allow_not_a_list(decl: dict[str, Any], data: Any) -> str:
+    _with_destinations(decl, data)
+    decl["allow_destinations"] = data.draw(st.sampled_from(["a.example", 1, {"a": "b"}, True]))
+    return "allow_destinations"
+
+
+def _allow_without_destinations(decl: dict[str, Any], data: Any) -> str:
+    decl.pop("approve", None)
+    for key in ("destinations", "content"):
+        if decl.pop(key, None) is not None and data.draw(st.booleans()):
+            decl[key] = []
+    decl["allow_destinations"] = data.draw(st.lists(names, min_size=1, max_size=2))
+    return "allow_destinations"
+
+
+def _approve_not_a_bool(decl: dict[str, Any], data: Any) -> str:
+    decl["approve"] = data.draw(_NOT_A_BOOL)
+    return "approve"
+
+
+def _approve_without_destinations(decl: dict[str, Any], data: Any) -> str:
+    for key in ("destinations", "content", "allow_destinations"):
+        if decl.pop(key, None) is not None and data.draw(st.booleans()):
+            decl[key] = []
+    decl["approve"] = True
+    return "approve"
+
+
+def _unknown_keys(valid: tuple[str, ...]) -> Callable[[dict[str, Any], Any], str]:
+    """Add keys a table does not have (near misses of its real keys); the error names one."""
+
+    def change(table: dict[str, Any], data: Any) -> str:
+        near = [k.capitalize() for k in valid] + [k + "s" for k in valid] + [k + " " for k in valid]
+        bad = data.draw(st.sets(st.sampled_from([*near, "colour", "x"]), min_size=1, max_size=3))
+        table.update(dict.fromkeys(bad, 1))
+        return "{" + "|".join(sorted(bad)) + "}"
+
+    return change
+
+
+_DECL_KEYS = ("sink", "destinations", "content", "allow_destinations", "approve")
+_V2_RULE_KEYS = ("tool", "effect", "when", "taint", "priority", "reason", "claim")
+
+
+def _valid_v2_rule(data: Any) -> dict[str, Any]:
+    """A valid argument rule, any optional keys left out."""
+    effect = data.draw(st.sampled_from(["allow", "deny", "witness"]), label="effect")
+    rule: dict[str, Any] = {"tool": data.draw(names), "effect": effect}
+    optional = {
+        "when": st.sampled_from([True, False, {"required": ["n"]}, {"properties": {}}]),
+        "taint": st.sampled_from(["any", "trusted", "tainted"]),
+        "priority": st.integers(-(2**31), 2**31),
+        "claim": st.sampled_from(["", "too much", "東京"]),
+        "reason": st.just("") if effect == "allow" else reasons | st.just(""),
+    }
+    for key, value in optional.items():
+        if data.draw(st.booleans(), label=f"write {key}"):
+            rule[key] = data.draw(value)
+    return rule
+
+
+def _v2_rule_broken(change: Callable[[dict[str, Any], Any], str]) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        rule = _valid_v2_rule(data)
+        sub = change(rule, data)
+        where = _rule(doc, "rules", data, rule)
+        return f"{where}.{sub}" if sub else where
+
+    return brk
+
+
+def _required(key: str, bad: st.SearchStrategy[Any]) -> Callable[[dict[str, Any], Any], str]:
+    def change(rule: dict[str, Any], data: Any) -> str:
+        if data.draw(st.booleans(), label=f"leave {key} out"):
+            del rule[key]
+        else:
+            rule[key] = data.draw(bad)
+        return key
+
+    return change
+
+
+def _rule_reason(rule: dict[str, Any], data: Any) -> str:
+    if rule["effect"] == "allow" and data.draw(st.booleans(), label="reason on an allow rule"):
+        rule["reason"] = data.draw(reasons)  # a valid name, but an allow refuses nothing
+    else:
+        rule["reason"] = data.draw(_UNKNOWN_REASON.filter(bool) | st.just("NONE") | _NOT_A_STRING)
+    return "reason"
+
+
+def _v2_key_in_v1(doc: dict[str, Any], data: Any) -> str:
+    """A valid v2 key in a v1 document (its version written or left out)."""
+    if data.draw(st.booleans(), label="leave the version out"):
+        doc.pop("version", None)
+    key = data.draw(st.sampled_from(["tools", "strict_sinks", "rules"]))
+    doc[key] = {
+        "tools": {data.draw(names): {"sink": data.draw(st.sampled_from(("NONE", *CLASSES)))}},
+        "strict_sinks": data.draw(st.booleans()),
+        "rules": data.draw(st.lists(st.builds(dict, tool=names, effect=st.just("deny")))),
+    }[key]
+    return key
+
+
+_V1_BREAKERS: dict[str, Breaker] = {  # broken only in a v1 document
+    "v2-key-in-v1": _v2_key_in_v1,
+    "gated_sinks-v2-class-in-v1": _list_entry(
+        "gated_sinks", st.sampled_from(["SPEND", "CREDENTIAL"])
+    ),
+    "authorize-v2-class-in-v1": _authorize(_set("sink", st.sampled_from(["SPEND", "CREDENTIAL"]))),
+}
+_V2_BREAKERS: dict[str, Breaker] = {  # broken only in a v2 document
+    "tools-not-a-table": _top("tools", _NOT_A_TABLE),
+    "tools-empty-name": _empty_name("tools", {"sink": "EGRESS"}),
+    "tools-entry-not-a-table": _in_table("tools", _NOT_A_TABLE | st.just([])),
+    "tools-unknown-key": _decl_broken(_unknown_keys(_DECL_KEYS)),
+    "tools-sink": _decl_broken(_decl_sink),
+    **{
+        f"tools-{key}-{kind}": _decl_broken(make(key))
+        for key in ("destinations", "content")
+        for kind, make in (
+            ("not-a-list", _pointers_not_a_list),
+            ("not-a-pointer", _pointer_entry),
+            ("twice", _pointer_twice),
+            ("on-NONE", _never_a_sink_with),
+        )
+    },
+    "tools-allow_destinations-not-a-list": _decl_broken(_allow_not_a_list),
+    "tools-allow_destinations-bad-entry": _decl_broken(
+        _allow_entry(st.sampled_from(["", 1, True, ["a"], {"a": "b"}]), indexed=False)
+    ),
+    "tools-allow_destinations-no-canonical-form": _decl_broken(
+        _allow_entry(st.sampled_from(["...", "!!!", " ", "\u00a0", ",;", ". ."]), indexed=True)
+    ),
+    "tools-allow_destinations-without-destinations": _decl_broken(_allow_without_destinations),
+    "tools-approve-not-a-bool": _decl_broken(_approve_not_a_bool),
+    "tools-approve-without-destinations": _decl_broken(_approve_without_destinations),
+    "strict_sinks-not-a-bool": _top("strict_sinks", _NOT_A_BOOL),
+    "rules-not-a-list": _top("rules", _NOT_A_TABLE.filter(lambda v: v != ["x"])),
+    "rules-not-a-table": lambda doc, data: _rule(doc, "rules", data, data.draw(_NOT_A_TABLE)),
+    "rules-unknown-key": _v2_rule_broken(_unknown_keys(_V2_RULE_KEYS)),
+    "rules-tool": _v2_rule_broken(_required("tool", _NOT_A_STRING | st.just(""))),
+    "rules-effect": _v2_rule_broken(
+        _required("effect", st.sampled_from(["Allow", "block", "", "DENY", 1, True, ["deny"]]))
+    ),
+    "rules-taint": _v2_rule_broken(
+        _set("taint", st.sampled_from(["clean", "", "ANY", "untrusted", 1, True, ["any"]]))
+    ),
+    "rules-priority": _v2_rule_broken(
+        _set("priority", st.sampled_from([True, False, 1.5, 2.0, "1", [1], {"p": 1}]))
+    ),
+    "rules-when": _v2_rule_broken(_set("when", _NOT_A_SCHEMA)),
+    "rules-reason": _v2_rule_broken(_rule_reason),
+    "rules-claim": _v2_rule_broken(_set("claim", _NOT_A_STRING)),
+}
+
+_ALL_BREAKERS = {**_BREAKERS, **_V1_BREAKERS, **_V2_BREAKERS}
+
+
+def _also_witnesses(case: str) -> Any:
+    """A case that breaks a tool declaration or an argument rule (or puts a v2 key in a
+    v1 document) is also a witness of D2.8 or D2.9, whose theorems claim that refusal."""
+    also = [
+        t
+        for t, hit in (
+            ("D2.8", case.startswith(("tools-", "strict_sinks-", "v2-key-"))),
+            ("D2.9", case.startswith(("rules-", "v2-key-"))),
+        )
+        if hit
+    ]
+    return pytest.param(case, marks=[pytest.mark.fak_theorem(*also)] if also else [])
+
+
 def _names_key(message: str, key: str) -> bool:
     if key.endswith("*"):  # the key or one of its sub-keys
         return message.startswith(f"policy: policy key '{key[:-1]}")
@@ -754,19 +1115,21 @@ def _names_key(message: str, key: str) -> bool:
 
 
 @pytest.mark.fak_theorem("D2.1", "D2.3")
-@pytest.mark.parametrize("case", sorted(_BREAKERS))
+@pytest.mark.parametrize("case", [_also_witnesses(c) for c in sorted(_ALL_BREAKERS)])
 @settings(max_examples=8)
-@given(policies, st.data(), st.sampled_from(["json", "toml"]))
-def test_a_document_broken_at_one_key_is_refused_naming_it(
-    case: str, policy: Policy, data: Any, fmt: str
-) -> None:
+@given(st.data(), st.sampled_from(["json", "toml"]))
+def test_a_document_broken_at_one_key_is_refused_naming_it(case: str, data: Any, fmt: str) -> None:
+    # a v1 key breaks in either version; a v2 key only in a v2 document, and a v1
+    # document is broken by what only v2 allows
+    kinds = v2_policies if case in _V2_BREAKERS else policies | v2_policies
+    policy = data.draw(policies if case in _V1_BREAKERS else kinds, label="policy")
     doc = policy_to_dict(policy)
     doc = {
         k: v
         for k, v in doc.items()
         if data.draw(st.booleans(), label=f"keep {k}") or k == "version"
     }
-    key = _BREAKERS[case](doc, data)
+    key = _ALL_BREAKERS[case](doc, data)
     text = json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc)
     with pytest.raises(PolicyError) as info:
         load_policy(text, fmt)

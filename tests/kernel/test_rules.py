@@ -3,59 +3,110 @@ the first matching rule by (priority descending, file order) with its own range 
 
 from __future__ import annotations
 
+import itertools
 import json
+from typing import Any
 
 import pytest
+import tomli_w
 from hypothesis import given
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, PolicyError, Reason, Taint, ToolCall, VerdictKind, load_policy
 from fak_core.rules import ArgumentRule
 
+REASONS = {"POLICY_BLOCK": Reason.POLICY_BLOCK, "SECRET_EXFIL": Reason.SECRET_EXFIL}
+TOOLS = ("pay", "refund")
 rules_st = st.lists(
     st.tuples(
-        st.integers(0, 50),  # lo
+        st.none() | st.integers(0, 50),  # lo (None: no condition, every call)
         st.integers(0, 50),  # width
         st.sampled_from(["any", "trusted", "tainted"]),
         st.sampled_from(["allow", "deny", "witness"]),
         st.integers(-2, 2),  # priority
+        st.sampled_from(TOOLS),
+        st.sampled_from(["", *REASONS]),  # reason (none on an allow rule)
+        st.sampled_from(["", "over the limit"]),  # claim
+        st.booleans(),  # write the keys at their documented defaults, or leave them out
     ),
     max_size=6,
 )
+Raw = tuple[int | None, int, str, str, int, str, str, str, bool]
 
 
-def _rule(lo: int, width: int, taint: str, effect: str, priority: int) -> ArgumentRule:
-    when = {"properties": {"amount": {"minimum": lo, "maximum": lo + width}}}
-    return ArgumentRule("pay", effect, when, taint, priority)
+def _rule_doc(raw: Raw) -> dict[str, Any]:
+    """The rule as a policy file writes it (README "Policy v2"): a key at its documented
+    default (when: every call, taint any, priority 0, no reason, no claim) may be left out."""
+    lo, width, taint, effect, priority, tool, reason, claim, explicit = raw
+    doc: dict[str, Any] = {"tool": tool, "effect": effect}
+    if lo is not None:
+        doc["when"] = {"properties": {"amount": {"minimum": lo, "maximum": lo + width}}}
+    for key, value, default in (
+        ("taint", taint, "any"),
+        ("priority", priority, 0),
+        ("reason", "" if effect == "allow" else reason, ""),
+        ("claim", claim, ""),
+    ):
+        if value != default or explicit:
+            doc[key] = value
+    return doc
+
+
+SESSIONS = (Taint.TRUSTED, Taint.TAINTED, Taint.QUARANTINED)
+
+
+def _first_match(raw: list[Raw], tool: str, amount: int, tainted: bool) -> int | None:
+    """The oracle: the index of the first rule, by (priority descending, file order), for
+    ``tool`` whose taint condition holds and whose range holds ``amount``."""
+    for i in sorted(range(len(raw)), key=lambda i: (-raw[i][4], i)):
+        lo, width, taint, _, _, rule_tool, _, _, _ = raw[i]
+        if rule_tool != tool:
+            continue
+        if (taint == "trusted" and tainted) or (taint == "tainted" and not tainted):
+            continue
+        if lo is None or lo <= amount <= lo + width:
+            return i
+    return None
 
 
 @pytest.mark.fak_theorem("D2.9")
-@given(rules_st, st.integers(0, 100), st.booleans())
-def test_the_first_matching_rule_by_priority_decides(
-    raw: list[tuple[int, int, str, str, int]], amount: int, tainted: bool
-) -> None:
-    rules = tuple(_rule(*r) for r in raw)
-    k = Kernel(Policy(version="fak-policy/v2", allow=("pay",), rules=rules))
-    if tainted:
-        k.ledger.raise_to("s", Taint.TAINTED)
-    v = k.decide(ToolCall("pay", json.dumps({"amount": amount}), "s"))
-    order = sorted(range(len(raw)), key=lambda i: (-raw[i][4], i))
-    expected = "allow"
-    for i in order:
-        lo, width, taint, effect, _ = raw[i]
-        if (taint == "trusted" and tainted) or (taint == "tainted" and not tainted):
+@given(rules_st, st.sampled_from(["json", "toml"]), st.integers(0, 100))
+def test_the_first_matching_rule_by_priority_decides(raw: list[Raw], fmt: str, extra: int) -> None:
+    doc = {"version": "fak-policy/v2", "allow": list(TOOLS), "rules": [_rule_doc(r) for r in raw]}
+    k = Kernel(load_policy(json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc), fmt))
+    for session in SESSIONS:
+        k.ledger.raise_to(session.label, session)
+    # every edge of every range (each side of it), and one more amount
+    amounts = {extra}
+    for lo, width, *_ in raw:
+        if lo is not None:
+            amounts |= {lo - 1, lo, lo + width, lo + width + 1}
+    for session, args_taint, tool, amount in itertools.product(
+        SESSIONS, (Taint.TAINTED, Taint.QUARANTINED), TOOLS, sorted(amounts)
+    ):
+        call = ToolCall(tool, json.dumps({"amount": amount}), session.label, args_taint=args_taint)
+        # a session is tainted once its level is, or quarantined arguments make it so
+        tainted = session != Taint.TRUSTED or args_taint == Taint.QUARANTINED
+        first = _first_match(raw, tool, amount, tainted)
+        effect = "allow" if first is None else raw[first][3]
+        v = k.decide(call)
+        kind = {"allow": VerdictKind.ALLOW, "deny": VerdictKind.DENY}.get(
+            effect, VerdictKind.REQUIRE_WITNESS
+        )
+        assert v.kind == kind, (call, first, v)
+        gate = k.rules.adjudicate(k.view(call))
+        if first is None or effect == "allow":
+            assert gate.kind == VerdictKind.DEFER
             continue
-        if lo <= amount <= lo + width:
-            expected = effect
-            if effect != "allow":
-                assert v.meta["rule"] == str(i)
-            break
-    kind = {"allow": VerdictKind.ALLOW, "deny": VerdictKind.DENY}.get(
-        expected, VerdictKind.REQUIRE_WITNESS
-    )
-    assert v.kind == kind, (expected, v)
-    if expected == "deny":
-        assert (v.reason, v.by) == (Reason.POLICY_BLOCK, "rules")
+        reason, claim = raw[first][6], raw[first][7]
+        default = Reason.POLICY_BLOCK if effect == "deny" else Reason.TRUST_VIOLATION
+        assert (gate.reason, gate.by, gate.meta["rule"]) == (
+            REASONS.get(reason, default),
+            "rules",
+            str(first),
+        ), (call, first)
+        assert gate.claim == (claim or f"argument rule {first} for {tool} ({effect})")
+        assert (v.reason, v.claim) == (gate.reason, gate.claim)
 
 
 @pytest.mark.fak_theorem("D2.9")
@@ -129,3 +180,21 @@ def test_taint_conditions_claims_ties_and_unparseable_arguments() -> None:
     assert k.rules.adjudicate(k.view(ToolCall("pay", "[1, 2]", "clean"))).kind == (
         VerdictKind.DEFER
     )
+
+
+@pytest.mark.fak_theorem("D2.9")
+@pytest.mark.parametrize("fmt", ["json", "toml"])
+def test_a_rules_keys_left_out_take_their_documented_defaults(fmt: str) -> None:
+    # README "Policy v2": no `when` is every call, taint `any`, priority 0, no reason
+    # (the effect's default), no claim (one naming the rule)
+    doc = {
+        "version": "fak-policy/v2",
+        "rules": [{"tool": "t", "effect": effect} for effect in ("allow", "deny", "witness")],
+    }
+    policy = load_policy(json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc), fmt)
+    assert [(r.when, r.taint, r.priority, r.reason, r.claim) for r in policy.rules] == [
+        (True, "any", 0, "", "")
+    ] * 3
+    written = {**doc, "rules": [{**r, "priority": 0} for r in doc["rules"]]}
+    again = load_policy(json.dumps(written) if fmt == "json" else tomli_w.dumps(written), fmt)
+    assert again == policy

@@ -401,6 +401,21 @@ def origin_prefix_loose() -> Any:
     return edited(_policy.load_policy, ('startswith(f"{origin}: ")', "startswith(origin)"))
 
 
+@mutant("D2.3/version-prefix")
+def version_prefix() -> Any:
+    """The loader accepts any version that starts with a known one, so ``fak-policy/v10``
+    reads as v1 and ``fak-policy/v2-draft`` as v2 instead of being refused (the bug)."""
+    return edited(
+        _policy.parse_policy,
+        (
+            "if version not in (POLICY_VERSION, POLICY_V2):",
+            "if not isinstance(version, str) or not version.startswith("
+            "(POLICY_VERSION, POLICY_V2)):",
+        ),
+        ("v2 = version == POLICY_V2", "v2 = version.startswith(POLICY_V2)"),
+    )
+
+
 # ---------------------------------------------------------------- C4.4 forgotten state
 @mutant("C4.4/lru-forgets")
 def lru_forgets() -> Any:
