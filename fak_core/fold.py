@@ -99,7 +99,7 @@ def fold(chain: Sequence[Adjudicator], view: CallView, kinds: KindRegistry) -> V
             if r >= DENY_RANK:
                 break
     if best is not None:
-        if witnesses is not None and best.kind == _WITNESS:
+        if witnesses is not None:  # read by the kernel only when ``best`` is REQUIRE_WITNESS
             view.witnessed = Witnessed(tuple(witnesses), rest)
         return best
     if first_indeterminate is not None:

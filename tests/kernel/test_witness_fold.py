@@ -110,6 +110,7 @@ def _answer_sets(opinions: list[str]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- the decision path
 @pytest.mark.fak_theorem("D8")
 @pytest.mark.fak_theorem("D8.1")
+@pytest.mark.fak_theorem("D1")  # the fold's witness bookkeeping (what stands once confirmed)
 @pytest.mark.parametrize("floor_allows", [True, False])
 def test_decision_path_every_chain_and_answer(floor_allows: bool) -> None:
     """All 585 chains of up to three opinions, the floor allowing or refusing, each with
@@ -292,3 +293,25 @@ def test_a_resolver_that_cannot_reach_its_state_refuses_with_its_reason(
             assert v.kind == K.ALLOW and v.meta["resolver"] == "b-later", (exc, v)
         else:
             assert (v.kind, v.reason) == (K.DENY, Reason.UNWITNESSED), (exc, v)
+
+
+@pytest.mark.fak_theorem("D1")
+@pytest.mark.fak_theorem("D8.1")
+@pytest.mark.parametrize("rank", [1, 2, 19, 21, 39])
+def test_a_confirmed_witness_leaves_an_extension_kinds_opinion_standing(rank: int) -> None:
+    """An extension kind ranked anywhere above ALLOW (rank 0) and below REQUIRE_WITNESS is
+    one of "the others" a confirmed witness never releases: it is the settled verdict and,
+    with its DENY fallback, the tool does not run."""
+    k = Kernel(Policy(allow=("wire",)))
+    code = k.register_kind(1024, "HOLD_FOR_AUDIT", rank)
+    ran: list[Any] = []
+    k.register_tool("wire", lambda a: ran.append(a) or "sent")
+    k.add_adjudicator(lambda view: Verdict(code, by="audit"), 40, name="audit")
+    k.add_adjudicator(lambda view: _verdict("Wa"), 41, name="witness")
+    resolver = _Resolver()
+    resolver.answers = {"claim-a": WitnessOutcome.CONFIRMED}
+    k.add_witness_resolver("r", resolver)
+    _, settled, runnable = k.authorize(ToolCall("wire", "{}", "t"))
+    assert (int(settled.kind), settled.by, runnable) == (code, "audit", False), settled
+    assert settled.meta["witness"] == "confirmed"
+    assert ran == []
