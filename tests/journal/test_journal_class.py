@@ -445,9 +445,17 @@ def test_rotation_happens_exactly_when_the_live_size_is_over_the_threshold(
         for trace in traces:
             k.decide(ToolCall("get_a", "{}", trace))
             j.sync()
-        size = j._size()
         j.close()  # joins the writer: its rotation check for the last commit is done
-        return j, size
+        # measured on a connection of our own once the writer is gone: the journal's own
+        # connection belongs to its writer thread (a rotation replaces it under a reader)
+        conn = sqlite3.connect(path)
+        try:
+            (pages,) = conn.execute("PRAGMA page_count").fetchone()
+            (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+            (page,) = conn.execute("PRAGMA page_size").fetchone()
+        finally:
+            conn.close()
+        return j, (int(pages) - int(free)) * int(page)
 
     j, size = step(0, ["t0"])
     assert j.rotations == 0
