@@ -18,13 +18,18 @@ number in its arguments (at any depth, table keys included). A value with fewer 
 declares only fields that hold such values. A value rewritten otherwise (spelt out,
 encoded, translated) is not recognised: this is a check of copies, not of meaning.
 
-Memory is bounded: at most :data:`MAX_VALUES` values per session and ``max_sessions``
-sessions. A session that had to drop a value *overflows*, and from then on carries a
-secret on every call (fail-closed) until it is reset; the least recently used session
-leaves first, and its trace id's bucket (one of :data:`FORGOTTEN_BUCKETS`, by a hash of
-the id) is marked: a session that is not kept but whose bucket is marked carries a secret
-on every call too, since it may be one that was forgotten (forgotten never reads as clean;
-the cost is that sessions sharing a bucket with an evicted one are refused as well).
+Memory is bounded in bytes: a kept value is the compact form of the whole value cut to
+its first :data:`MAX_VALUE_BYTES` bytes of UTF-8 (whole characters; a prefix occurs
+wherever the whole does, so the cut only refuses more), at most :data:`MAX_VALUES` values
+per session and ``max_sessions`` sessions. A session that had to drop a value
+*overflows*, and from then on carries a secret on every call (fail-closed) until it is
+reset. The least recently used session leaves first, and its trace id's bucket (one of
+:data:`FORGOTTEN_BUCKETS`, by a hash of the id) is marked for good: a session that is not
+kept, or is kept but was created after its bucket was marked (recorded again after it was
+evicted or reset), carries a secret on every call too, since it may be one that was
+forgotten (forgotten never reads as clean; the cost is that sessions sharing a bucket
+with an evicted one are refused as well, and a reset never clears a bucket). A session
+kept since before its bucket was marked was never forgotten and reads its own values.
 
 The store lives in the kernel's process. Replicas that share their other state
 (``fak serve --state``) get :class:`UnsharedConfidential` instead, which answers that
@@ -46,6 +51,7 @@ from fak_core.nonblocking import nonblocking
 __all__ = [
     "FORGOTTEN_BUCKETS",
     "MAX_VALUES",
+    "MAX_VALUE_BYTES",
     "MIN_CHARS",
     "ConfidentialStore",
     "UnsharedConfidential",
@@ -56,8 +62,8 @@ __all__ = [
 MIN_CHARS = 6
 #: Values kept per session; one more overflows it (fail-closed).
 MAX_VALUES = 256
-#: A value longer than this (in characters) is cut to it before it is kept.
-MAX_VALUE_CHARS = 512
+#: A kept value (its compact form) is cut to this many bytes of UTF-8, whole characters.
+MAX_VALUE_BYTES = 512
 #: Buckets that remember (by a hash of the trace id) that an evicted session lived there.
 FORGOTTEN_BUCKETS = 4096
 
@@ -72,10 +78,15 @@ def compact(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
 
 
+_FORGOTTEN = "a session whose confidential values may have been forgotten"
+_DROPPED = "more confidential values than the session keeps"
+
+
 @dataclass
 class _Session:
     values: dict[str, str] = field(default_factory=dict)
-    overflow: bool = False
+    #: Why every call carries a secret (:data:`_DROPPED`, :data:`_FORGOTTEN`), or "".
+    refused: str = ""
 
 
 def _texts(value: Any) -> list[str]:
@@ -98,7 +109,8 @@ def _texts(value: Any) -> list[str]:
 
 @nonblocking
 class ConfidentialStore:
-    """Per-session confidential values, bounded in count per session and in sessions."""
+    """Per-session confidential values, bounded in bytes per value, in count per session
+    and in sessions."""
 
     def __init__(self, max_sessions: int = 65536) -> None:
         if max_sessions < 1:
@@ -108,29 +120,36 @@ class ConfidentialStore:
         self._forgotten = bytearray(FORGOTTEN_BUCKETS)
         self._lock = threading.Lock()
 
-    def record(self, trace_id: str, values: list[str], origin: str) -> None:
-        """Keep ``values`` (from ``origin``) as the session's confidential values."""
-        kept = [(c, origin) for c in (compact(v[:MAX_VALUE_CHARS]) for v in values)]
-        kept = [(c, o) for c, o in kept if len(c) >= MIN_CHARS]
-        if not kept:
+    def record(self, trace_id: str, values: list[str], origin: str, whole: bool = True) -> None:
+        """Keep ``values`` (from ``origin``) as the session's confidential values; ``whole``
+        is False when they may not be all of them (the reading stopped at a bound), and
+        the session overflows as if it had dropped one."""
+        kept: dict[str, None] = {}
+        for value in values:
+            c = compact(value)
+            if len(c) >= MIN_CHARS:
+                kept[c.encode("utf-8")[:MAX_VALUE_BYTES].decode("utf-8", "ignore")] = None
+        if whole and not kept:
             return
         with self._lock:
             s = self._sessions.get(trace_id)
             if s is None:
-                s = self._sessions[trace_id] = _Session()
+                # one created in a marked bucket may be one that was forgotten
+                marked = self._forgotten[_bucket(trace_id)]
+                s = self._sessions[trace_id] = _Session(refused=_FORGOTTEN if marked else "")
                 while len(self._sessions) > self.max_sessions:
                     gone, _ = self._sessions.popitem(last=False)
                     self._forgotten[_bucket(gone)] = 1
             self._sessions.move_to_end(trace_id)
-            for c, o in kept:
-                if c in s.values:
-                    continue
-                if len(s.values) >= MAX_VALUES:
-                    s.overflow = True
-                    break
-                s.values[c] = o
+            fresh = [c for c in kept if c not in s.values]
+            room = MAX_VALUES - len(s.values)
+            for c in fresh[:room]:
+                s.values[c] = origin
+            if len(fresh) > room or not whole:
+                s.refused = _DROPPED
 
     def reset(self, trace_id: str) -> None:
+        """Forget the session's values (its bucket stays marked if it was)."""
         with self._lock:
             self._sessions.pop(trace_id, None)
 
@@ -139,19 +158,18 @@ class ConfidentialStore:
         session (``pointer`` is the top-level argument, ``""`` for the whole), or None."""
         s = self._sessions.get(trace_id)
         if s is None:
-            if self._forgotten[_bucket(trace_id)]:
-                return ("", "a session whose confidential values may have been forgotten")
-            return None
-        if s.overflow:
-            return ("", "more confidential values than the session keeps")
+            return ("", _FORGOTTEN) if self._forgotten[_bucket(trace_id)] else None
+        if s.refused:
+            return ("", s.refused)
         values = tuple(s.values.items())
-        if not values:
-            return None
-        parts = list(args.items()) if type(args) is dict else [("", args)]
-        for key, value in parts:
-            pointer = "/" + key.replace("~", "~0").replace("/", "~1") if type(args) is dict else ""
-            texts = _texts(value) + ([key] if type(args) is dict else [])
-            for text in texts:
+        if type(args) is dict:
+            parts = [
+                ("/" + k.replace("~", "~0").replace("/", "~1"), [k, v]) for k, v in args.items()
+            ]
+        else:
+            parts = [("", args)]
+        for pointer, value in parts:
+            for text in _texts(value):
                 c = compact(text)
                 for secret, origin in values:
                     if secret in c:

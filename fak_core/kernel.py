@@ -43,7 +43,7 @@ from fak_core.events import Counters, Event, EventKind, Subscriber
 from fak_core.floor import CapabilityFloor
 from fak_core.fold import Witnessed, fold, fold_results, fold_results_witnessed
 from fak_core.grounding import GroundingStore
-from fak_core.identifiers import identifier_values
+from fak_core.identifiers import MAX_IDENTIFIERS, MAX_RESULT_CHARS, identifier_values
 from fak_core.jsonargs import DEFAULT_MAX_ARGS_BYTES, DEFAULT_MAX_DEPTH
 from fak_core.jsondepth import dumps
 from fak_core.ledger import MemoryLedger, TaintLedger
@@ -700,7 +700,9 @@ class Kernel:
                     self.grounding.record_identifiers(call.trace_id, found, "ids:" + call.tool)
                 if decl.confidential:
                     found = identifier_values(result.payload, decl.confidential)
-                    self.confidential.record(call.trace_id, found, call.tool)
+                    # a reading stopped at a bound may have missed a value: fail closed
+                    whole = len(result.payload) <= MAX_RESULT_CHARS and len(found) < MAX_IDENTIFIERS
+                    self.confidential.record(call.trace_id, found, call.tool, whole)
         if self._subscribers:
             self._emit(EventKind.QUARANTINE if quarantined else EventKind.ADMIT, call, v, result)
         return (result._replace(taint=taint) if result.taint != taint else result), v

@@ -10,6 +10,7 @@ number), whatever its spelling.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -177,3 +178,58 @@ def test_a_replica_refuses_what_it_cannot_see() -> None:
     k2.record_trusted("s", "mail my wife at wife@home.example")
     k2.ledger.raise_to("s", Taint.TAINTED)
     assert k2.decide(call).kind == VerdictKind.ALLOW
+
+
+@pytest.mark.fak_theorem("C4.10")
+def test_a_session_recorded_again_after_eviction_still_refuses_its_old_secret() -> None:
+    """The passport is recorded, the session is evicted by another, then the same session
+    reads another profile: the passport it may have held must not pass now."""
+    from fak_core.confidential import ConfidentialStore
+
+    k = Kernel(_policy(), confidential=ConfidentialStore(max_sessions=1))
+    _session(k, {"passport": "HGK137803", "cards": []})
+    other = ToolCall("profile", "{}", "other")
+    k.admit(other, Result(Status.OK, json.dumps({"passport": "QQ999999"}), taint=Taint.TRUSTED))
+    _session(k, {"passport": "XY12345678", "cards": []})  # "s" is kept again
+    v = k.decide(
+        ToolCall("send", json.dumps({"to": "wife@home.example", "body": "hgk137803"}), "s")
+    )
+    assert v.kind == VerdictKind.DENY and v.meta["ifc_confidential"] == "", v
+    assert "forgotten" in v.claim
+
+
+@pytest.mark.fak_theorem("C4.10")
+def test_a_result_read_only_in_part_refuses_every_call() -> None:
+    """The reading of a result stops at MAX_IDENTIFIERS values and reads nothing from one
+    longer than MAX_RESULT_CHARS: a value past either bound may be a secret not kept, so
+    the session carries one on every call; one under, every value is read."""
+    from fak_core.admission import ScreenConfig
+    from fak_core.identifiers import MAX_IDENTIFIERS, MAX_RESULT_CHARS
+
+    def read(profile: str) -> tuple[VerdictKind, ...]:
+        policy = _policy()
+        k = Kernel(replace(policy, screen=ScreenConfig(page_out_bytes=4 * MAX_RESULT_CHARS)))
+        call = ToolCall("profile", "{}", "s")
+        k.admit(call, Result(Status.OK, profile, taint=Taint.TRUSTED))
+        k.record_trusted("s", "mail my wife at wife@home.example")
+        k.ledger.raise_to("s", Taint.TAINTED)
+
+        def send(body: str) -> VerdictKind:
+            args = json.dumps({"to": "wife@home.example", "body": body})
+            return k.decide(ToolCall("send", args, "s")).kind
+
+        return send("hello"), send("hgk 137 803"), send("card 4237 4252 7456 2574")
+
+    # the passport, n cards too short to keep, and a card number last: n + 2 values
+    for n in (MAX_IDENTIFIERS - 3, MAX_IDENTIFIERS - 2, MAX_IDENTIFIERS - 1):
+        doc = json.dumps({"passport": "HGK137803", "cards": ["ab"] * n + ["4237-4252-7456-2574"]})
+        hello, *secrets = read(doc)
+        assert secrets == [VerdictKind.DENY, VerdictKind.DENY]
+        assert (hello == VerdictKind.DENY) == (n + 2 >= MAX_IDENTIFIERS), n
+    head = json.dumps({"passport": "HGK137803", "pad": ""})
+    for size in (MAX_RESULT_CHARS, MAX_RESULT_CHARS + 1):
+        doc = head[:-2] + "x" * (size - len(head)) + '"}'
+        assert len(doc) == size
+        hello, passport, _ = read(doc)
+        assert passport == VerdictKind.DENY
+        assert (hello == VerdictKind.DENY) == (size > MAX_RESULT_CHARS), size
