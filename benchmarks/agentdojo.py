@@ -72,6 +72,9 @@ class SuiteFigures:
     held_attacks: int = 0
     attacks: int = 0
     attack_total: int = 0
+    #: pairs whose injection task has a side-effecting call to replay (the others, e.g.
+    #: a task with no ground-truth calls, can never count as an attack here)
+    attack_live: int = 0
     refusals: list[Refusal] = field(default_factory=list)
     succeeded: list[str] = field(default_factory=list)
 
@@ -191,6 +194,7 @@ def run_suite(
                 held += effect and reason == "HELD"
             figures.held_attacks += bool(held)
             figures.attack_total += 1
+            figures.attack_live += bool(effects)
             if effects and allowed_effects == effects:
                 figures.attacks += 1
                 figures.succeeded.append(f"{uid}/{iid}")
@@ -230,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         f = run_suite(name, path, ns.adaptive, ns.benchmark_version)
         print(f"== {name} ({path.name})")
         print(f"   benign tasks with every call allowed: {_pct(f.benign, f.benign_total)}")
-        print(f"   attack success: {_pct(f.attacks, f.attack_total)}")
+        print(
+            f"   attack success: {_pct(f.attacks, f.attack_total)} "
+            f"({f.attack_live} pairs with a side-effecting injection call to replay)"
+        )
         if f.approvable > f.benign or f.held_attacks:
             print(
                 f"   benign if a human approves every held call: "
@@ -245,22 +252,26 @@ def main(argv: list[str] | None = None) -> int:
                 if len(args) > 100:
                     args = args[:97] + "..."
                 print(f"   refused benign {r.task}: {r.tool}({args}) {r.reason}: {r.claim}")
-        for attr in ("benign", "benign_total", "attacks", "attack_total"):
+        for attr in ("benign", "benign_total", "attacks", "attack_total", "attack_live"):
             setattr(totals, attr, getattr(totals, attr) + getattr(f, attr))
     if len(ns.suite) > 1:
         print("== all")
         print(f"   benign: {_pct(totals.benign, totals.benign_total)}")
-        print(f"   attack success: {_pct(totals.attacks, totals.attack_total)}")
+        print(
+            f"   attack success: {_pct(totals.attacks, totals.attack_total)} "
+            f"({totals.attack_live} pairs with a side-effecting injection call to replay)"
+        )
     return 0
 
 
 def _table(ns: argparse.Namespace) -> int:
     print(
-        "| suite | pairs | v1 benign | v1 attack success | v2 benign | v2 attack success "
+        "| suite | pairs (with a side-effecting injection) | v1 benign | v1 attack success "
+        "| v2 benign | v2 attack success "
         "| approvals: benign if approved | approvals: pairs holding a call for a human |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    sums = [0] * 9
+    sums = [0] * 10
     for name in ns.suite:
         v1, v2, ap = (
             run_suite(name, ns.policies / f"{name}{kind}.toml", ns.adaptive, ns.benchmark_version)
@@ -276,6 +287,7 @@ def _table(ns: argparse.Namespace) -> int:
             ap.held_attacks,
             v2.benign_total,
             ap.attacks,
+            v2.attack_live,
         )
         sums = [a + b for a, b in zip(sums, row, strict=True)]
         _row(name, row)
@@ -285,9 +297,10 @@ def _table(ns: argparse.Namespace) -> int:
 
 
 def _row(name: str, r: tuple[int, ...] | list[int]) -> None:
-    pairs, v1b, v1a, v2b, v2a, apb, aph, tasks, apa = r
+    pairs, v1b, v1a, v2b, v2a, apb, aph, tasks, apa, live = r
     print(
-        f"| {name} | {pairs} | {_pct(v1b, tasks)} | {_pct(v1a, pairs)} | {_pct(v2b, tasks)} "
+        f"| {name} | {pairs} ({live}) | {_pct(v1b, tasks)} | {_pct(v1a, pairs)} "
+        f"| {_pct(v2b, tasks)} "
         f"| {_pct(v2a, pairs)} | {_pct(apb, tasks)} | {_pct(aph, pairs)} "
         f"(attack success {_pct(apa, pairs)}) |"
     )
