@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--benchmark-version",
         default="v1.2.2",
-        help="AgentDojo's benchmark version (v1.2.2: 97 user tasks, 929 pairs; v1: 629 pairs)",
+        help="AgentDojo's benchmark version (v1.2.2: 97 user tasks, 949 pairs; v1: 629 pairs)",
     )
     ap.add_argument("--table", action="store_true", help="every variant, one Markdown table")
     ns = ap.parse_args(argv)
