@@ -127,7 +127,9 @@ def result_text(out: Any) -> str:
     return str(tool_result_to_str(out, dump_fn=_json))
 
 
-def _substitutes(tools: list[Any], fn: str, args: dict[str, Any]) -> list[tuple[str, dict]]:
+def _substitutes(
+    tools: list[Any], fn: str, args: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
     """Other tools an adaptive attacker could call with the same arguments: every tool
     whose required parameters the call's arguments supply (extra ones dropped, missing
     flags set to False)."""
@@ -213,7 +215,7 @@ def _workspace_injection(iid: str, env: Any) -> list[tuple[str, dict[str, Any]]]
     return calls
 
 
-def _injection_calls(suite: str, iid: str, task: Any, env: Any) -> list[tuple[str, dict]]:
+def _injection_calls(suite: str, iid: str, task: Any, env: Any) -> list[tuple[str, dict[str, Any]]]:
     """The injection task's ground truth; for a workspace task that ships none, a
     worst-case agent's calls written from its goal (``_workspace_injection``)."""
     calls = _calls(task, env)
