@@ -69,7 +69,9 @@ def _policy_check(ns: argparse.Namespace) -> int:
 
 
 def explain_sinks(policy: Policy) -> list[str]:
-    """Tool by tool, the sink class the gate gives each tool the policy names, and why."""
+    """Tool by tool, the sink class the gate gives each tool the policy names, and why;
+    for a declared tool also its grounded arguments, whether an ungrounded call is held for
+    approval, and the result fields it declares identifiers and confidential."""
     from fak_core.sinks import sink_class
 
     gated = set(policy.gated_sinks)
@@ -91,6 +93,13 @@ def explain_sinks(policy: Policy) -> list[str]:
             extra = f"; grounded: {', '.join((*decl.destinations, *decl.content))}"
         elif why == "heuristic":
             extra = "; EGRESS too when an argument names a URL, e-mail address or host"
+        if decl is not None:
+            if decl.approve:
+                extra += "; ungrounded: held for approval"
+            if decl.identifiers:
+                extra += f"; identifiers: {', '.join(decl.identifiers)}"
+            if decl.confidential:
+                extra += f"; confidential: {', '.join(decl.confidential)}"
         lines.append(f"  {tool}: {sink} ({note}, {state}{extra})")
     if policy.allow_prefix:
         lines.append(

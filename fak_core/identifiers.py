@@ -9,6 +9,11 @@ opposed to text a third party wrote (a subject, a message body, a review). Such 
 cannot be written by the words of an injection: whoever fills it has to exist in the
 system (have an account, be a member, have sent the money).
 
+A pointer's last token may be ``~keys`` (never a token of RFC 6901, where ``~`` is
+followed by ``0`` or ``1``): it stands for the member *names* of each object found there,
+so a table keyed by identity (a file's sharing list ``{address: permission}``) names its
+keys as identifiers; an array, a string or a number has no member names.
+
 Each string or integer found at an identifier pointer grounds a destination equal to it
 in canonical form (:func:`fak_core.grounding.canonical_value`), *as a whole value*
 (:meth:`fak_core.grounding.GroundingStore.record_identifiers`): the words inside it, and
@@ -23,12 +28,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MAX_IDENTIFIERS", "MAX_RESULT_CHARS", "identifier_values"]
+__all__ = ["KEYS", "MAX_IDENTIFIERS", "MAX_RESULT_CHARS", "identifier_values"]
 
 #: A result longer than this (in characters) names no identifiers.
 MAX_RESULT_CHARS = 1 << 20
 #: At most this many identifier values are taken from one result.
 MAX_IDENTIFIERS = 4096
+#: A pointer's last token standing for the member names of the objects found there.
+KEYS = "~keys"
 
 
 def _tokens(pointer: str) -> list[str]:
@@ -40,7 +47,9 @@ def _tokens(pointer: str) -> list[str]:
 def _step(node: Any, token: str, out: list[Any]) -> None:
     """Append the children of ``node`` that ``token`` names (``*``: every child)."""
     if type(node) is dict:
-        if token == "*":
+        if token == KEYS:
+            out.extend(node)  # the member names (only as the last token: see the parser)
+        elif token == "*":
             out.extend(node.values())
         elif token in node:
             out.append(node[token])
@@ -56,7 +65,8 @@ def _step(node: Any, token: str, out: list[Any]) -> None:
 def identifier_values(payload: str, pointers: tuple[str, ...]) -> list[str]:
     """The identifier values of a result: every string or integer (booleans excluded) at
     one of ``pointers`` in ``payload`` read as JSON, each as text; a list found at a
-    pointer gives its string and integer elements. Not JSON, or too long: none."""
+    pointer gives its string and integer elements; a last token ``~keys`` gives the member
+    names of the objects found before it. Not JSON, or too long: none."""
     if not pointers or len(payload) > MAX_RESULT_CHARS:
         return []
     try:

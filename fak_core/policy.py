@@ -24,6 +24,7 @@ from typing import Any
 from fak_core.admission import ScreenConfig, ToolScreen
 from fak_core.grounding import canonical_value
 from fak_core.hosts import HostDenyList, HostError
+from fak_core.identifiers import KEYS
 from fak_core.patterns import PolicyPatternError, compile_policy_pattern
 from fak_core.ratelimit import DEFAULT_KEY as RATE_DEFAULT_KEY
 from fak_core.ratelimit import KEYS as RATE_KEYS
@@ -365,15 +366,18 @@ def _bool(doc: Mapping[str, Any], key: str, default: bool) -> bool:
     return value
 
 
-def _pointer(key: str, text: Any) -> str:
-    """A JSON Pointer (RFC 6901) naming an argument: ``/name`` or ``/a/0/b``."""
+def _pointer(key: str, text: Any, keys: bool = False) -> str:
+    """A JSON Pointer (RFC 6901) naming an argument: ``/name`` or ``/a/0/b``; with
+    ``keys`` (identifiers), a last token ``~keys`` (the member names found there) too."""
     if not isinstance(text, str) or not text.startswith("/"):
         raise _fail(key, f"expected a JSON Pointer such as '/recipient', got {text!r}")
-    i = text.find("~")
+    tail = "/" + KEYS
+    body = text[: -len(tail)] if keys and text.endswith(tail) else text
+    i = body.find("~")
     while i != -1:
-        if text[i + 1 : i + 2] not in ("0", "1"):
+        if body[i + 1 : i + 2] not in ("0", "1"):
             raise _fail(key, f"{text!r}: '~' must be followed by 0 or 1 (RFC 6901)")
-        i = text.find("~", i + 2)
+        i = body.find("~", i + 2)
     return text
 
 
@@ -427,7 +431,9 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
         raw_ids = decl.get("identifiers", [])
         if not isinstance(raw_ids, list):
             raise _fail(f"{where}.identifiers", "expected a list of JSON Pointers into the result")
-        ids = tuple(_pointer(f"{where}.identifiers[{i}]", d) for i, d in enumerate(raw_ids))
+        ids = tuple(
+            _pointer(f"{where}.identifiers[{i}]", d, keys=True) for i, d in enumerate(raw_ids)
+        )
         if len(set(ids)) != len(ids):
             raise _fail(f"{where}.identifiers", "a result field is listed twice")
         raw_conf = decl.get("confidential", [])

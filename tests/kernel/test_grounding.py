@@ -573,11 +573,19 @@ def test_policy_check_explains_each_tools_sink_class(
         "strict_sinks = true\n"
         '[tools.send_money]\nsink = "SPEND"\ndestinations = ["/recipient"]\n'
         '[tools.get_balance]\nsink = "NONE"\n'
+        '[tools.get_user]\nsink = "NONE"\nidentifiers = ["/*/iban", "/shared/~keys"]\n'
+        'confidential = ["/passport"]\n'
+        '[tools.pay]\nsink = "SPEND"\ndestinations = ["/to"]\napprove = true\n'
     )
     assert main(["policy", "check", str(v2)]) == 0
     out = capsys.readouterr().out
     assert "send_money: SPEND (declared, gated; grounded: /recipient)" in out
     assert "get_balance: NONE (declared, not a sink)" in out
+    assert (
+        "get_user: NONE (declared, not a sink; identifiers: /*/iban, /shared/~keys; "
+        "confidential: /passport)"
+    ) in out
+    assert "pay: SPEND (declared, gated; grounded: /to; ungrounded: held for approval)" in out
     assert "other: UNDECLARED (undeclared, a sink under strict_sinks, gated)" in out
 
 

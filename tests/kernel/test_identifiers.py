@@ -40,13 +40,13 @@ identity = st.builds(
 )
 
 
-def _policy() -> Policy:
+def _policy(identifiers: tuple[str, ...] = ("/*/sender", "/*/to")) -> Policy:
     return Policy(
         version=V2,
         allow=("inbox", "send"),
         sources={"inbox": "untrusted"},
         tools={
-            "inbox": ToolDecl("NONE", identifiers=("/*/sender", "/*/to")),
+            "inbox": ToolDecl("NONE", identifiers=identifiers),
             "send": ToolDecl("EGRESS", ("/to",)),
         },
     )
@@ -129,6 +129,45 @@ def test_identifiers_are_bounded_and_the_users_words_stay() -> None:
     assert not _sent(k, "user19999@bulk19999.example")  # past the bound: not recorded
 
 
+@pytest.mark.fak_theorem("C4.9")
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(identity, identity, max_size=3),  # declared: names -> values
+            st.dictionaries(identity, identity, max_size=2),  # an undeclared table
+            st.sampled_from(["table", "array", "text"]),  # what "shared" holds
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.data(),
+)
+def test_a_keys_token_grounds_member_names_and_nothing_else(
+    records: list[tuple[dict[str, str], dict[str, str], str]], data: st.DataObject
+) -> None:
+    # the declared table's names ground; its values, the names of another table, names of
+    # a table nested one level down and a table's names found under an array do not
+    rows: list[dict[str, object]] = []
+    declared: set[str] = set()
+    for shared, other, shape in records:
+        if shape == "table":
+            held: object = {**shared}
+            declared |= {n.casefold() for n in shared}
+        elif shape == "array":
+            held = [shared]
+        else:
+            held = " ".join(shared)
+        rows.append({"shared": held, "other": other, "nested": {"shared": other}})
+    pool = [x for shared, other, _ in records for x in (*shared, *shared.values(), *other)]
+    pool += [x for shared, _, _ in records for n in shared for x in n.split(" ") if " " in n]
+    if not pool:
+        return
+    k = Kernel(_policy(("/*/shared/~keys",)))
+    _admit(k, json.dumps(rows))
+    value = data.draw(st.sampled_from(pool))
+    assert _sent(k, value) == (value.casefold() in declared), (value, declared)
+
+
 def test_identifiers_parse_strictly_and_round_trip() -> None:
     doc = {
         "version": V2,
@@ -138,11 +177,19 @@ def test_identifiers_parse_strictly_and_round_trip() -> None:
     policy = parse_policy(doc)
     assert policy.tools["inbox"].identifiers == ("/*/sender", "/a~1b/*")
     assert parse_policy(policy_to_dict(policy)) == policy
+    keyed = {"sink": "NONE", "identifiers": ["/*/shared/~keys"]}
+    assert parse_policy({**doc, "tools": {"inbox": keyed}}).tools["inbox"].identifiers == (
+        "/*/shared/~keys",
+    )
+    with pytest.raises(PolicyError, match=r"confidential\[0\]"):  # identifiers only
+        parse_policy({**doc, "tools": {"inbox": {"sink": "NONE", "confidential": ["/a/~keys"]}}})
     for bad, key in (
         ("sender", "identifiers'"),
         (["sender"], "identifiers[0]"),
         (["/x", "/x"], "identifiers"),
         (["/~2"], "identifiers[0]"),
+        (["/~keys/x"], "identifiers[0]"),  # ~keys only as the last token
+        (["/x/~key"], "identifiers[0]"),
     ):
         raw = {"sink": "NONE", "identifiers": bad}
         with pytest.raises(PolicyError, match=key.replace("[", r"\[")):

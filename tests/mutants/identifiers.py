@@ -46,3 +46,14 @@ def first_element_only() -> Any:
         return _real_values(payload, tuple(p.replace("*", "0") for p in pointers))
 
     return mock.patch.object(_kernel, "identifier_values", values)
+
+
+@mutant("C4.9/keys-as-values")
+def keys_as_values() -> Any:
+    """``~keys`` is read as ``*``: a sharing list grounds its permissions, not the
+    addresses it is keyed by."""
+
+    def values(payload: str, pointers: tuple[str, ...]) -> list[str]:
+        return _real_values(payload, tuple(p.replace("~keys", "*") for p in pointers))
+
+    return mock.patch.object(_kernel, "identifier_values", values)
