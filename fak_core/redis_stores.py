@@ -35,6 +35,7 @@ from fak_core.grounding import (
     DEFAULT_UNTRUSTED_BYTES,
     MAX_VALUE_CHARS,
     GroundingStore,
+    _chunk_cost,
     _digest,
     _scan,
     canonical_value,
@@ -427,18 +428,24 @@ _G_RESET = r"""
 if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
 return 1
 """
-# A canonical special (or one word) of the session's trusted context: one index lookup.
+# Canonical specials (or one word and the whole identifier equal to it) of the session's
+# trusted context: one index lookup each, 1 when any is indexed.
 _G_INDEXED = r"""
-return redis.call('HEXISTS', KEYS[7], ARGV[2])
-"""
-# A word sequence: when every word is indexed, the session's trusted words, which the
-# caller searches (a plain find of a needle with inner spaces is not linear in Lua, so
-# the search runs in Python, whose substring search is); none when a word is missing.
-_G_TRUSTED_WORDS = r"""
 for i = 2, #ARGV do
-  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {} end
+  if redis.call('HEXISTS', KEYS[7], ARGV[i]) == 1 then return 1 end
 end
-local out = {}
+return 0
+"""
+# A word sequence: {1} when it is a whole identifier (ARGV[2]); else, when every word is
+# indexed, {0, the session's trusted words}, which the caller searches (a plain find of a
+# needle with inner spaces is not linear in Lua, so the search runs in Python, whose
+# substring search is); {0} when a word is missing.
+_G_TRUSTED_WORDS = r"""
+if redis.call('HEXISTS', KEYS[7], ARGV[2]) == 1 then return {1} end
+for i = 3, #ARGV do
+  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {0} end
+end
+local out = {0}
 for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   out[#out + 1] = redis.call('HGET', KEYS[5], id)
 end
@@ -545,8 +552,7 @@ class RedisGroundingStore(GroundingStore):
         total = 0
         for digest, text in reversed(chunks.items()):
             words, specials = _scan(text)
-            cost = len(words.encode("utf-8", "surrogatepass"))
-            cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+            cost = _chunk_cost(words, specials)
             if cost > self.trusted_bytes:
                 words, specials = "", frozenset()
             picked.append([digest, words, _framed(specials, True), cost])
@@ -557,6 +563,18 @@ class RedisGroundingStore(GroundingStore):
         if args:
             limits = [self.trusted_bytes, self.max_bytes]
             self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
+
+    def record_identifiers(self, trace_id: str, values: list[str], origin: str) -> None:
+        """The in-memory store's identifier chunk (the same values kept, the same bytes
+        counted, the same digest), recorded by the trusted-text script: each value grounds
+        a destination equal to it on every replica."""
+        chunk = self._identifier_chunk(values, origin)
+        if chunk is None:
+            return
+        cost = _chunk_cost(chunk.text, chunk.specials)
+        args = [chunk.digest.hex(), chunk.text, _framed(chunk.specials, True), cost]
+        limits = [self.trusted_bytes, self.max_bytes]
+        self.state.run(self._trusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args])
 
     def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
         """Keep the untrusted text's words and specials (cut to the bound first, as the
@@ -584,11 +602,14 @@ class RedisGroundingStore(GroundingStore):
         # A canon never holds a newline; a special that did is not indexed (:func:`_framed`)
         # and a word that did is not a word: either way, not grounded.
         keys = self._keys(trace_id)
-        if kind != "text" or " " not in canon:
-            key = f"{kind}:{canon}" if kind != "text" else f"word:{canon}"
-            return bool(self.state.run(self._indexed, keys, [key]))
+        if kind != "text":
+            return bool(self.state.run(self._indexed, keys, [f"{kind}:{canon}"]))
+        if " " not in canon:  # a whole identifier, or one word of the user's
+            return bool(self.state.run(self._indexed, keys, [f"ident:{canon}", f"word:{canon}"]))
         words = list(dict.fromkeys(canon.split(" ")))
-        texts = self.state.run(self._trusted_words, keys, words)
+        ident, *texts = self.state.run(self._trusted_words, keys, [f"ident:{canon}", *words])
+        if int(ident):
+            return True
         needle = f" {canon} ".encode("utf-8", "surrogatepass")
         return any(needle in text for text in texts)
 
