@@ -269,17 +269,15 @@ def identifiers_and_confidential(url: str, n: int, repeat: int) -> None:
     rows = [{"recipient": f"Payee {j}", "card": f"4237-4252-7456-{j:04d}"} for j in range(4)]
     payload = json.dumps(rows)
     for kernel in kernels.values():
-        for t in range(sessions):
-            kernel.admit(ToolCall("bank", "{}", f"ids-{t}"), Result(Status.OK, payload))
+        for s in range(sessions):
+            kernel.admit(ToolCall("bank", "{}", f"ids-{s}"), Result(Status.OK, payload))
 
     def mail(body: str) -> list[ToolCall]:
         args = json.dumps({"to": "payee 2", "body": body})
         return [ToolCall("mail", args, f"ids-{i % sessions}") for i in range(n)]
 
-    long_body = ("the quarterly report, line by line; " * 120)[:4096]
     cases = [
         ("identifier grounds, no card (ALLOW)", mail("the invoice is paid"), "ALLOW"),
-        ("the same, a 4 KiB body (ALLOW)", mail(long_body), "ALLOW"),
         ("carries a card (DENY)", mail("card 4237 4252 7456 0002"), "DENY"),
     ]
     trips = Trips(shared)
@@ -302,6 +300,22 @@ def identifiers_and_confidential(url: str, n: int, repeat: int) -> None:
     name = "admit: 4 identifiers + 4 cards"
     extra = t["redis"] - t["memory"]
     print(f"  {name:36} {t['memory']:9.1f} {t['redis']:9.1f} {extra:+9.1f} {per:6d}")
+    # the stores alone (a decision's other costs, such as reading a content argument's
+    # hosts, are the same with either): the identifier lookup and the confidential check
+    long_body = ("the quarterly report, line by line; " * 120)[:4096]
+    store_ops: list[tuple[str, Callable[[Kernel, int], Any]]] = [
+        ("grounded(identifier)", lambda k, i: k.grounding.grounded(f"ids-{i % 256}", "payee 2")),
+        ("carried(short body)", lambda k, i: k.confidential.carried(f"ids-{i % 256}", {"b": "hi"})),
+        (
+            "carried(4 KiB body)",
+            lambda k, i: k.confidential.carried(f"ids-{i % 256}", {"b": long_body}),
+        ),
+    ]
+    for name, op in store_ops:
+        t = {k: per_op_us(lambda i, k=k, o=op: o(kernels[k], i), n, repeat) for k in kernels}
+        per = trips.of(lambda o=op: o(kernels["redis"], 0))
+        extra = t["redis"] - t["memory"]
+        print(f"  {name:36} {t['memory']:9.1f} {t['redis']:9.1f} {extra:+9.1f} {per:6d}")
     trips.remove()
     shared.close()
 
