@@ -6,9 +6,11 @@ whatever they forget, or cannot reach, never reads as "carries no secret"."""
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +28,7 @@ from fak_core.redis_state import RedisState
 from fak_core.redis_stores import RedisGroundingStore
 from fak_core.statedown import StateUnavailable
 
-from .support import RedisServer
+from .support import JSON, RedisServer, Replica
 
 _CLOSE: list[RedisState] = []
 
@@ -321,3 +323,51 @@ def test_identifiers_recorded_on_one_replica_ground_as_in_one_process(
         if shared[0].state.client.exists(f"fak:g:{t}")
     )
     assert total == memory.stats()["grounding_bytes"]
+
+
+def test_two_serve_replicas_share_identifiers_and_confidential_values(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Through two ``fak serve --state`` processes: a bank result admitted on A grounds
+    its recipient on B, and B refuses the mail that carries its card."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(
+        json.dumps(
+            {
+                "version": "fak-policy/v2",
+                "allow": ["mail", "bank"],
+                "tools": {
+                    "mail": {"sink": "EGRESS", "destinations": ["/to"], "content": ["/body"]},
+                    "bank": {
+                        "sink": "NONE",
+                        "identifiers": ["/*/recipient"],
+                        "confidential": ["/*/card"],
+                    },
+                },
+            }
+        )
+    )
+    pair = [Replica(redis_server.url, n, "--policy", str(policy), wait=False) for n in "IJ"]
+    try:
+        a, b = (r.ready() for r in pair)
+        trace = _trace()
+        rows = [{"recipient": "Dana Reyes", "card": "4237-4252-7456-2574"}]
+        body = {"tool": "bank", "trace_id": trace, "result": json.dumps(rows)}
+        r = a.client.post("/v1/fak/admit", content=json.dumps(body), headers=JSON)
+        assert r.status_code == 200 and r.json()["verdict"]["kind"] == "ALLOW", r.text
+        token = {"X-Fak-Session": r.headers["x-fak-session"]}
+        sent = {"tool": "mail", "trace_id": trace, "arguments": {"to": "dana reyes"}}
+        for x in (a, b):
+            ok = x.post(
+                "/v1/fak/adjudicate",
+                {**sent, "arguments": {**sent["arguments"], "body": "hi"}},
+                **token,
+            )
+            assert ok["verdict"]["kind"] == "ALLOW", ok
+            leak = {**sent, "arguments": {"to": "dana reyes", "body": "card 4237 4252 7456 2574"}}
+            verdict = x.post("/v1/fak/adjudicate", leak, **token)["verdict"]
+            assert (verdict["kind"], verdict["reason"]) == ("DENY", "TRUST_VIOLATION"), verdict
+            assert "confidential value of bank" in verdict["detail"]["claim"]
+    finally:
+        for r in pair:
+            r.stop()
