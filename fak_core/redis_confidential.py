@@ -166,7 +166,7 @@ class RedisConfidential(ConfidentialStore):
         size = VALUE_OVERHEAD + len(origin.encode("utf-8", "surrogatepass"))
         args: list[object] = []
         for c in dict.fromkeys(kept):
-            args += [c, origin, size + len(c.encode("utf-8", "surrogatepass"))]
+            args += [c, origin, size + len(c.encode())]  # letters and digits: no surrogate
         head = [trace_id, SESSION_OVERHEAD + len(trace_id), _bucket(trace_id)]
         limits = [self.max_bytes, MAX_VALUES]
         self.state.run(self._record, self._keys(trace_id), [*head, *limits, *args])
