@@ -23,17 +23,15 @@ sessions. A session that had to drop a value *overflows*, and from then on carri
 secret on every call (fail-closed) until it is reset; the least recently used session
 leaves first, and its trace id's bucket (one of :data:`FORGOTTEN_BUCKETS`, by a hash of
 the id) is marked: a session that is not kept but whose bucket is marked carries a secret
-on every call too, since it may be one that was forgotten, and so does one that starts
-keeping values in a marked bucket (the values it kept before it was evicted are gone):
-forgotten never reads as clean; the cost is that sessions sharing a bucket with an
-evicted one are refused as well.
+on every call too, since it may be one that was forgotten, and one that starts keeping
+values again in a marked bucket starts overflowed (the values it kept before it was
+evicted are gone): forgotten never reads as clean; the cost is that sessions sharing a
+bucket with an evicted one are refused as well.
 
 The store lives in the kernel's process. Replicas that share their other state
 (``fak serve --state``) get :class:`fak_core.redis_confidential.RedisConfidential`, the
-same answers from Redis (values kept as keyed digests, bounded in bytes). A replica that
-cannot see another's values answers with :class:`UnsharedConfidential`: every call may
-carry a secret, so a policy that declares confidential fields refuses every tainted sink
-call there.
+same answers from Redis. :class:`UnsharedConfidential` is a store that cannot see values
+recorded on another replica: it answers that every call may carry a secret.
 """
 
 from __future__ import annotations
@@ -42,21 +40,18 @@ import hashlib
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fak_core.nonblocking import nonblocking
 
 __all__ = [
-    "FORGOTTEN",
     "FORGOTTEN_BUCKETS",
     "MAX_VALUES",
     "MIN_CHARS",
     "ConfidentialStore",
     "UnsharedConfidential",
     "compact",
-    "first_carried",
 ]
 
 #: A value with fewer letters and digits than this is not kept.
@@ -67,10 +62,6 @@ MAX_VALUES = 256
 MAX_VALUE_CHARS = 512
 #: Buckets that remember (by a hash of the trace id) that an evicted session lived there.
 FORGOTTEN_BUCKETS = 4096
-
-
-#: What a session that may have been forgotten carries: a secret, on every call.
-FORGOTTEN = ("", "a session whose confidential values may have been forgotten")
 
 
 def _bucket(trace_id: str) -> int:
@@ -87,8 +78,6 @@ def compact(text: str) -> str:
 class _Session:
     values: dict[str, str] = field(default_factory=dict)
     overflow: bool = False
-    #: Started in a marked bucket: it may be one whose values were forgotten.
-    forgotten: bool = False
 
 
 def _texts(value: Any) -> list[str]:
@@ -109,21 +98,6 @@ def _texts(value: Any) -> list[str]:
     return out
 
 
-def first_carried(args: Any, match: Callable[[str], str | None]) -> tuple[str, str] | None:
-    """``(pointer, origin)`` for the first compact text of ``args`` (top-level argument by
-    argument, each argument's strings and numbers, then its name) that ``match`` finds a
-    kept value in (``match`` answers that value's origin), or None."""
-    parts = list(args.items()) if type(args) is dict else [("", args)]
-    for key, value in parts:
-        pointer = "/" + key.replace("~", "~0").replace("/", "~1") if type(args) is dict else ""
-        texts = _texts(value) + ([key] if type(args) is dict else [])
-        for text in texts:
-            origin = match(compact(text))
-            if origin is not None:
-                return (pointer, origin)
-    return None
-
-
 @nonblocking
 class ConfidentialStore:
     """Per-session confidential values, bounded in count per session and in sessions."""
@@ -136,6 +110,11 @@ class ConfidentialStore:
         self._forgotten = bytearray(FORGOTTEN_BUCKETS)
         self._lock = threading.Lock()
 
+    def _fresh(self, trace_id: str) -> _Session:
+        """A new session; overflowed when its bucket is marked: it may be one evicted
+        before, whose values are gone (forgotten never reads as clean)."""
+        return _Session(overflow=bool(self._forgotten[_bucket(trace_id)]))
+
     def record(self, trace_id: str, values: list[str], origin: str) -> None:
         """Keep ``values`` (from ``origin``) as the session's confidential values."""
         kept = [(c, origin) for c in (compact(v[:MAX_VALUE_CHARS]) for v in values)]
@@ -145,9 +124,7 @@ class ConfidentialStore:
         with self._lock:
             s = self._sessions.get(trace_id)
             if s is None:
-                # a session evicted before keeps refusing: its older values are gone
-                forgotten = bool(self._forgotten[_bucket(trace_id)])
-                s = self._sessions[trace_id] = _Session(forgotten=forgotten)
+                s = self._sessions[trace_id] = self._fresh(trace_id)
                 while len(self._sessions) > self.max_sessions:
                     gone, _ = self._sessions.popitem(last=False)
                     self._forgotten[_bucket(gone)] = 1
@@ -170,20 +147,23 @@ class ConfidentialStore:
         s = self._sessions.get(trace_id)
         if s is None:
             if self._forgotten[_bucket(trace_id)]:
-                return FORGOTTEN
+                return ("", "a session whose confidential values may have been forgotten")
             return None
-        if s.forgotten:
-            return FORGOTTEN
         if s.overflow:
-            return ("", "more confidential values than the session keeps")
+            return ("", "more confidential values than the session keeps, or forgotten ones")
         values = tuple(s.values.items())
         if not values:
             return None
-
-        def match(c: str) -> str | None:
-            return next((origin for secret, origin in values if secret in c), None)
-
-        return first_carried(args, match)
+        parts = list(args.items()) if type(args) is dict else [("", args)]
+        for key, value in parts:
+            pointer = "/" + key.replace("~", "~0").replace("/", "~1") if type(args) is dict else ""
+            texts = _texts(value) + ([key] if type(args) is dict else [])
+            for text in texts:
+                c = compact(text)
+                for secret, origin in values:
+                    if secret in c:
+                        return (pointer, origin)
+        return None
 
     def __len__(self) -> int:
         return len(self._sessions)

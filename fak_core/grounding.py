@@ -292,12 +292,6 @@ def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
     return " " + " ".join(words) + " ", frozenset(specials)
 
 
-def _chunk_cost(words: str, specials: frozenset[tuple[str, str]]) -> int:
-    """The bytes one trusted chunk counts against its session's bound."""
-    text_cost = len(words.encode("utf-8", "surrogatepass"))
-    return text_cost + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
-
-
 @dataclass
 class _Chunk:
     origin: str
@@ -372,13 +366,6 @@ class GroundingStore:
         context, each grounding a destination equal to it as a whole value, never its words.
         Values longer than the longest destination are dropped, and so are those past a
         quarter of the session's trusted bound (the user's words are not pushed out)."""
-        chunk = self._identifier_chunk(values, origin)
-        if chunk is not None:
-            self._append(trace_id, chunk)
-
-    def _identifier_chunk(self, values: list[str], origin: str) -> _Chunk | None:
-        """The trusted chunk that holds identifier values (no words; each value one
-        canonical special, ``ident`` for text), or None when none is kept."""
         keys: set[tuple[str, str]] = set()
         budget = self.trusted_bytes // 4 - _OVERHEAD
         for value in values:
@@ -389,19 +376,20 @@ class GroundingStore:
                     break
                 keys.add((kind, canon) if kind != "text" else ("ident", canon))
         if not keys:
-            return None
+            return
         digest = hashlib.blake2b(
             "\0".join([origin, *sorted(k[0] + ":" + k[1] for k in keys)]).encode(
                 "utf-8", "surrogatepass"
             ),
             digest_size=16,
         ).digest()
-        return _Chunk(origin, " ", frozenset(keys), 0, digest)
+        self._append(trace_id, _Chunk(origin, " ", frozenset(keys), 0, digest))
 
     def _append(self, trace_id: str, chunk: _Chunk) -> None:
         """Add one trusted chunk under the session's byte bound (oldest chunks leave)."""
         specials, digest = chunk.specials, chunk.digest
-        cost = _chunk_cost(chunk.text, specials)
+        text_cost = len(chunk.text.encode("utf-8", "surrogatepass"))
+        cost = text_cost + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
         chunk.cost = cost
         with self._lock:
             s = self._session(trace_id)

@@ -14,19 +14,19 @@ reader of that Redis.
 Per session ``<t>``, one hash ``fak:cv:<t>``: each compact value maps to ``seq origin``;
 ``#n`` the values kept, ``#o`` set when one had to be dropped (overflow: the session
 carries a secret on every call until reset, as in one process), ``#b`` the session's
-bytes, ``#k`` its forgotten-bucket, ``#f`` set when it started in a marked bucket (a
-compact value is letters and digits, never ``#``). Across sessions: ``fak:cbytes`` (bytes
-kept), ``fak:clru`` (sessions by last record), ``fak:cseq``, ``fak:cevicted`` and
-``fak:cforgot``, a bitmap of :data:`~fak_core.confidential.FORGOTTEN_BUCKETS` bits.
+bytes, ``#k`` its forgotten-bucket (a compact value is letters and digits, never ``#``).
+Across sessions: ``fak:cbytes`` (bytes kept), ``fak:clru`` (sessions by last record),
+``fak:cseq``, ``fak:cevicted`` and ``fak:cforgot``, a bitmap of
+:data:`~fak_core.confidential.FORGOTTEN_BUCKETS` bits.
 
 Memory is bounded in bytes: at most :data:`~fak_core.confidential.MAX_VALUES` values per
 session (the in-memory store's bound, so the same overflow) and ``max_bytes`` in all; past
 it the least recently recorded session is dropped and its bucket bit set, and a session
-that has no hash but whose bucket is set carries a secret on every call, and so does one
-that starts in a set bucket (forgotten never reads as clean). Nothing expires and the
-Redis must not evict (checked at start); a Redis that lost its data fails the epoch
-guard, one that cannot be reached raises :class:`~fak_core.statedown.StateUnavailable`:
-the sink gate's DENY/STATE_DOWN.
+that has no hash but whose bucket is set carries a secret on every call; one that starts
+in a set bucket starts overflowed, as in one process (forgotten never reads as clean).
+Nothing expires and the Redis must not evict (checked at start); a Redis that lost its
+data fails the epoch guard, one that cannot be reached raises
+:class:`~fak_core.statedown.StateUnavailable`: the sink gate's DENY/STATE_DOWN.
 """
 
 from __future__ import annotations
@@ -34,14 +34,13 @@ from __future__ import annotations
 from typing import Any
 
 from fak_core.confidential import (
-    FORGOTTEN,
     MAX_VALUE_CHARS,
     MAX_VALUES,
     MIN_CHARS,
     ConfidentialStore,
     _bucket,
+    _Session,
     compact,
-    first_carried,
 )
 from fak_core.redis_state import RedisState
 
@@ -71,9 +70,9 @@ _C_RECORD = r"""
 local t = ARGV[2]
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('HSET', KEYS[2], '#n', 0, '#b', ARGV[3], '#k', ARGV[4])
-  -- a session evicted before keeps refusing: its older values are gone
+  -- a session evicted before starts overflowed: its older values are gone
   if redis.call('GETBIT', KEYS[7], tonumber(ARGV[4])) == 1 then
-    redis.call('HSET', KEYS[2], '#f', 1)
+    redis.call('HSET', KEYS[2], '#o', 1)
   end
   redis.call('INCRBY', KEYS[3], ARGV[3])
 end
@@ -108,22 +107,22 @@ _C_RESET = r"""
 if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
 return 1
 """
-# {0}: nothing kept and the bucket clean; {2}: nothing kept and the bucket marked, or kept
-# since the session started in a marked bucket (forgotten); {3}: overflow;
+# {0}: nothing kept and the bucket clean; {2}: nothing kept and the bucket marked
+# (forgotten); {3}: overflow (or started in a marked bucket);
 # {1, field, value, ...}: the kept values.
 _C_READ = r"""
 if redis.call('EXISTS', KEYS[2]) == 0 then
   if redis.call('GETBIT', KEYS[7], tonumber(ARGV[2])) == 1 then return {2} end
   return {0}
 end
-if redis.call('HEXISTS', KEYS[2], '#f') == 1 then return {2} end
 if redis.call('HEXISTS', KEYS[2], '#o') == 1 then return {3} end
 local out = {1}
 for _, v in ipairs(redis.call('HGETALL', KEYS[2])) do out[#out + 1] = v end
 return out
 """
 
-_OVERFLOW = ("", "more confidential values than the session keeps")
+_OVERFLOW = ("", "more confidential values than the session keeps, or forgotten ones")
+_FORGOTTEN = ("", "a session whose confidential values may have been forgotten")
 
 
 def _text(value: Any) -> str:
@@ -180,7 +179,7 @@ class RedisConfidential(ConfidentialStore):
         if status == 0:
             return None
         if status == 2:
-            return FORGOTTEN
+            return _FORGOTTEN
         if status != 1:
             return _OVERFLOW
         kept: list[tuple[int, str, str]] = []
@@ -193,11 +192,10 @@ class RedisConfidential(ConfidentialStore):
         if not kept:
             return None
         kept.sort()  # in recording order, as the in-memory store's dict
-
-        def match(c: str) -> str | None:
-            return next((origin for _, value, origin in kept if value in c), None)
-
-        return first_carried(args, match)
+        # the in-memory store's own check, on a one-session store holding what Redis holds
+        view = ConfidentialStore(max_sessions=1)
+        view._sessions[trace_id] = _Session(values={value: origin for _, value, origin in kept})
+        return ConfidentialStore.carried(view, trace_id, args)
 
     def __len__(self) -> int:
         return 0

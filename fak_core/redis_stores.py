@@ -35,7 +35,7 @@ from fak_core.grounding import (
     DEFAULT_UNTRUSTED_BYTES,
     MAX_VALUE_CHARS,
     GroundingStore,
-    _chunk_cost,
+    _Chunk,
     _digest,
     _scan,
     canonical_value,
@@ -552,7 +552,8 @@ class RedisGroundingStore(GroundingStore):
         total = 0
         for digest, text in reversed(chunks.items()):
             words, specials = _scan(text)
-            cost = _chunk_cost(words, specials)
+            cost = len(words.encode("utf-8", "surrogatepass"))
+            cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
             if cost > self.trusted_bytes:
                 words, specials = "", frozenset()
             picked.append([digest, words, _framed(specials, True), cost])
@@ -564,14 +565,13 @@ class RedisGroundingStore(GroundingStore):
             limits = [self.trusted_bytes, self.max_bytes]
             self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
 
-    def record_identifiers(self, trace_id: str, values: list[str], origin: str) -> None:
-        """The in-memory store's identifier chunk (the same values kept, the same bytes
-        counted, the same digest), recorded by the trusted-text script: each value grounds
-        a destination equal to it on every replica."""
-        chunk = self._identifier_chunk(values, origin)
-        if chunk is None:
-            return
-        cost = _chunk_cost(chunk.text, chunk.specials)
+    def _append(self, trace_id: str, chunk: _Chunk) -> None:
+        """The in-memory store's identifier chunk
+        (:meth:`~fak_core.grounding.GroundingStore.record_identifiers`: the same values, bytes
+        and digest), recorded by the trusted-text script: each value grounds a destination
+        equal to it, whole, on every replica."""
+        text_cost = len(chunk.text.encode("utf-8", "surrogatepass"))
+        cost = text_cost + sum(len(s[1]) + 48 for s in chunk.specials) + _OVERHEAD
         args = [chunk.digest.hex(), chunk.text, _framed(chunk.specials, True), cost]
         limits = [self.trusted_bytes, self.max_bytes]
         self.state.run(self._trusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args])

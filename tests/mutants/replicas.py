@@ -312,7 +312,11 @@ def evicted_confidential_reads_clean() -> Any:
 def evicted_session_restarts_clean() -> Any:
     """A session dropped at the byte bound that records a value again starts afresh:
     the values it kept before are forgotten and read as never kept."""
-    return _confidential_script("_C_RECORD", "redis.call('HSET', KEYS[2], '#f', 1)", "")
+    return _confidential_script(
+        "_C_RECORD",
+        "if redis.call('GETBIT', KEYS[7], tonumber(ARGV[4])) == 1 then",
+        "if false then",
+    )
 
 
 @mutant("C4.7/down-confidential-reads-clean")
