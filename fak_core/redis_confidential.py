@@ -193,7 +193,7 @@ class RedisConfidential(ConfidentialStore):
             return None
         kept.sort()  # in recording order, as the in-memory store's dict
         # the in-memory store's own check, on a one-session store holding what Redis holds
-        view = ConfidentialStore(max_sessions=1)
+        view = ConfidentialStore()
         view._sessions[trace_id] = _Session(values={value: origin for _, value, origin in kept})
         return ConfidentialStore.carried(view, trace_id, args)
 
