@@ -155,19 +155,23 @@ def test_a_session_past_its_value_bound_carries_a_secret_on_every_call(
 
 @pytest.mark.fak_theorem("C4.7")
 def test_the_first_recorded_value_is_named_whatever_order_redis_keeps(
-    own_redis: RedisServer,
+    redis_server: RedisServer,
 ) -> None:
     """A session's hash past ``hash-max-listpack-entries`` (512 by default, lowered here
-    as an operator may) is kept unordered by Redis: a text carrying every value is still
-    refused naming the first recorded, as one process does."""
-    own_redis.command("CONFIG", "SET", "hash-max-listpack-entries", "4")
-    a, b = (RedisConfidential(_state(own_redis.url)) for _ in range(2))
-    many, memory = _trace(), ConfidentialStore()
-    values = [f"secret-{n:06d}" for n in range(64)]
-    for n, value in enumerate(values):
-        for store in (a, memory):
-            store.record(many, [value], f"tool-{n}")
-    assert own_redis.command("OBJECT", "ENCODING", f"fak:cv:{many}") == "hashtable"
+    as an operator may, and put back after) is kept unordered by Redis: a text carrying
+    every value is still refused naming the first recorded, as one process does."""
+    setting = redis_server.command("CONFIG", "GET", "hash-max-listpack-entries").split()[-1]
+    redis_server.command("CONFIG", "SET", "hash-max-listpack-entries", "4")
+    try:
+        a, b = (RedisConfidential(_state(redis_server.url)) for _ in range(2))
+        many, memory = _trace(), ConfidentialStore()
+        values = [f"secret-{n:06d}" for n in range(64)]
+        for n, value in enumerate(values):
+            for store in (a, memory):
+                store.record(many, [value], f"tool-{n}")
+        assert redis_server.command("OBJECT", "ENCODING", f"fak:cv:{many}") == "hashtable"
+    finally:
+        redis_server.command("CONFIG", "SET", "hash-max-listpack-entries", setting)
     everything = {"body": " ".join(reversed(values))}
     assert b.carried(many, everything) == memory.carried(many, everything) == ("/body", "tool-0")
 
