@@ -17,7 +17,11 @@ temporary directory, ``appendonly yes``, ``maxmemory-policy noeviction``), then:
    untrusted result that holds it), with the Redis round trips per decision; recording
    the user's words (one text, and a proxied turn of 40 messages, first and again); and a
    name check as the session's trusted words grow (linear in them).
-3. **Over HTTP**: ``fak serve`` in memory (the baseline), then
+3. **Identifiers and confidential values** (policy v2, in process): a declared sink whose
+   destination an identifier of a bank result grounds and whose arguments are checked
+   for the result's cards (a short body, a 4 KiB one, one carrying a card), and the
+   admission that records both, with the round trips per operation.
+4. **Over HTTP**: ``fak serve`` in memory (the baseline), then
    ``fak serve --state redis://... --workers N`` for N in 1, 2, 4, driven
    by ``--concurrency`` asyncio clients for ``--seconds`` with ``adjudicate`` on an egress
    call over a pool of sessions (every decision reads the shared mark); decisions/s.
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -136,6 +141,49 @@ def in_process(url: str, n: int, repeat: int) -> None:
     shared.close()
 
 
+class Trips:
+    """Counts the Redis round trips (scripts run) of ``state`` until :meth:`remove`."""
+
+    def __init__(self, state: RedisState) -> None:
+        self.state = state
+        self.count = 0
+        self._real = state.run
+
+        def counted(*args: Any) -> Any:
+            self.count += 1
+            return self._real(*args)
+
+        state.run = counted  # type: ignore[method-assign]
+
+    def remove(self) -> None:
+        self.state.run = self._real  # type: ignore[method-assign]
+
+    def of(self, fn: Callable[[], Any]) -> int:
+        self.count = 0
+        fn()
+        return self.count
+
+
+def decide_rows(
+    kernels: dict[str, Kernel],
+    cases: list[tuple[str, list[ToolCall], str]],
+    trips: Trips,
+    n: int,
+    repeat: int,
+) -> None:
+    """One row per case: µs per decision in memory and with Redis, and its round trips."""
+    for name, calls, want in cases:
+        for kernel in kernels.values():
+            assert kernel.decide(calls[0]).kind.name == want, name
+        per = trips.of(lambda c=calls: kernels["redis"].decide(c[0]))
+        t = {
+            k: per_op_us(lambda i, k=k, c=calls: kernels[k].decide(c[i]), n, repeat)
+            for k in kernels
+        }
+        extra = t["redis"] - t["memory"]
+        print(f"  {name:36} {t['memory']:9.1f} {t['redis']:9.1f} {extra:+9.1f} {per:6d}")
+
+
 def grounding(url: str, n: int, repeat: int) -> None:
     """Policy v2's grounded sink: µs per decision and Redis round trips per decision, and
     how a word-sequence check grows with the session's trusted context (linear)."""
@@ -163,43 +211,22 @@ def grounding(url: str, n: int, repeat: int) -> None:
         ("grounded sink: a name (ALLOW)", mail("dana reyes"), "ALLOW"),
         ("ungrounded: refused + origin", mail("eve@evil.example"), "DENY"),
     ]
-    trips = 0
-    real_run = shared.run
-
-    def counted(*args: Any) -> Any:
-        nonlocal trips
-        trips += 1
-        return real_run(*args)
-
-    shared.run = counted  # type: ignore[method-assign]  # count the round trips
+    trips = Trips(shared)
     print(f"policy v2 grounding, µs per decision (median of {repeat} rounds of {n}):")
-    print(f"  {'':34} {'memory':>9} {'redis':>9} {'extra':>9} {'trips':>6}")
-    for name, calls, want in cases:
-        for kernel in kernels.values():
-            assert kernel.decide(calls[0]).kind.name == want, name
-        trips = 0
-        kernels["redis"].decide(calls[0])
-        per = trips
-        t = {
-            k: per_op_us(lambda i, k=k, c=calls: kernels[k].decide(c[i]), n, repeat)
-            for k in kernels
-        }
-        extra = t["redis"] - t["memory"]
-        print(f"  {name:34} {t['memory']:9.1f} {t['redis']:9.1f} {extra:+9.1f} {per:6d}")
+    print(f"  {'':36} {'memory':>9} {'redis':>9} {'extra':>9} {'trips':>6}")
+    decide_rows(kernels, cases, trips, n, repeat)
     texts = [("user", f"turn {i}: send it to person{i}@corp.example") for i in range(40)]
     for label, items in (("record 1 text", texts[:1]), ("record a 40-message turn", texts)):
         t = {
             k: per_op_us(lambda i, k=k, m=items: kernels[k].record_trusted_many(f"r{i}", m), 200, 3)
             for k in kernels
         }
-        trips = 0
-        kernels["redis"].record_trusted_many("rec-trips", items)
-        first = trips
-        trips = 0
-        kernels["redis"].record_trusted_many("rec-trips", items)  # the next turn: all seen
+        first = trips.of(lambda m=items: kernels["redis"].record_trusted_many("rec-trips", m))
+        # the next turn: all seen
+        again = trips.of(lambda m=items: kernels["redis"].record_trusted_many("rec-trips", m))
         print(
-            f"  {label:34} {t['memory']:9.1f} {t['redis']:9.1f} "
-            f"{t['redis'] - t['memory']:+9.1f} {first:3d}/{trips}"
+            f"  {label:36} {t['memory']:9.1f} {t['redis']:9.1f} "
+            f"{t['redis'] - t['memory']:+9.1f} {first:3d}/{again}"
         )
     # the worst case: both words indexed, never side by side, so every chunk is searched
     print("  an ungrounded name, by the session's trusted words (KiB): µs memory / redis")
@@ -211,8 +238,85 @@ def grounding(url: str, n: int, repeat: int) -> None:
             kernel.record_trusted_many(trace, [("user", f"{j} {chunk}") for j in range(kib)])
         call = ToolCall("mail", '{"to": "Dana Reyes"}', trace)
         t = {k: per_op_us(lambda i, k=k, c=call: kernels[k].decide(c), 100, 5) for k in kernels}
-        print(f"  {kib:34d} {t['memory']:9.1f} {t['redis']:9.1f}")
-    shared.run = real_run  # type: ignore[method-assign]
+        print(f"  {kib:36d} {t['memory']:9.1f} {t['redis']:9.1f}")
+    trips.remove()
+    shared.close()
+
+
+# policy v2 identifiers (C4.9) and confidential values (C4.10): ``bank`` declares both
+POLICY_IDS = Policy(
+    version="fak-policy/v2",
+    allow=("mail", "bank"),
+    tools={
+        "mail": ToolDecl("EGRESS", ("/to",), content=("/body",)),
+        "bank": ToolDecl("NONE", identifiers=("/*/recipient",), confidential=("/*/card",)),
+    },
+)
+
+
+def identifiers_and_confidential(url: str, n: int, repeat: int) -> None:
+    """A declared sink whose destination is grounded by an identifier and whose arguments
+    are checked for confidential values, with the in-memory and the Redis stores: µs and
+    Redis round trips per decision (a short body, a 4 KiB one, one carrying a card), and
+    per admission of a result that records both."""
+    shared = RedisState(url)
+    shared.check()
+    kernels = {
+        "memory": Kernel(POLICY_IDS),
+        "redis": Kernel(POLICY_IDS, **shared_kernel_options(shared)),
+    }
+    sessions = 256
+    rows = [{"recipient": f"Payee {j}", "card": f"4237-4252-7456-{j:04d}"} for j in range(4)]
+    payload = json.dumps(rows)
+    for kernel in kernels.values():
+        for s in range(sessions):
+            kernel.admit(ToolCall("bank", "{}", f"ids-{s}"), Result(Status.OK, payload))
+
+    def mail(body: str) -> list[ToolCall]:
+        args = json.dumps({"to": "payee 2", "body": body})
+        return [ToolCall("mail", args, f"ids-{i % sessions}") for i in range(n)]
+
+    cases = [
+        ("identifier grounds, no card (ALLOW)", mail("the invoice is paid"), "ALLOW"),
+        ("carries a card (DENY)", mail("card 4237 4252 7456 0002"), "DENY"),
+    ]
+    trips = Trips(shared)
+    print(
+        f"policy v2 identifiers and confidential values, µs per operation (median of "
+        f"{repeat} rounds of {n}):"
+    )
+    print(f"  {'':36} {'memory':>9} {'redis':>9} {'extra':>9} {'trips':>6}")
+    decide_rows(kernels, cases, trips, n, repeat)
+    fresh = Result(Status.OK, payload)
+    t = {
+        k: per_op_us(
+            lambda i, k=k: kernels[k].admit(ToolCall("bank", "{}", f"ids-new-{k}-{i}"), fresh),
+            200,
+            3,
+        )
+        for k in kernels
+    }
+    per = trips.of(lambda: kernels["redis"].admit(ToolCall("bank", "{}", "ids-trips"), fresh))
+    name = "admit: 4 identifiers + 4 cards"
+    extra = t["redis"] - t["memory"]
+    print(f"  {name:36} {t['memory']:9.1f} {t['redis']:9.1f} {extra:+9.1f} {per:6d}")
+    # the stores alone (a decision's other costs, such as reading a content argument's
+    # hosts, are the same with either): the identifier lookup and the confidential check
+    long_body = ("the quarterly report, line by line; " * 120)[:4096]
+    store_ops: list[tuple[str, Callable[[Kernel, int], Any]]] = [
+        ("grounded(identifier)", lambda k, i: k.grounding.grounded(f"ids-{i % 256}", "payee 2")),
+        ("carried(short body)", lambda k, i: k.confidential.carried(f"ids-{i % 256}", {"b": "hi"})),
+        (
+            "carried(4 KiB body)",
+            lambda k, i: k.confidential.carried(f"ids-{i % 256}", {"b": long_body}),
+        ),
+    ]
+    for name, op in store_ops:
+        t = {k: per_op_us(lambda i, k=k, o=op: o(kernels[k], i), n, repeat) for k in kernels}
+        per = trips.of(lambda o=op: o(kernels["redis"], 0))
+        extra = t["redis"] - t["memory"]
+        print(f"  {name:36} {t['memory']:9.1f} {t['redis']:9.1f} {extra:+9.1f} {per:6d}")
+    trips.remove()
     shared.close()
 
 
@@ -292,6 +396,7 @@ def main() -> None:
         try:
             in_process(url, ns.n, ns.repeat)
             grounding(url, ns.n, ns.repeat)
+            identifiers_and_confidential(url, ns.n, ns.repeat)
             over_http(url, ns.seconds, ns.concurrency)
         finally:
             proc.terminate()

@@ -35,6 +35,7 @@ from fak_core.grounding import (
     DEFAULT_UNTRUSTED_BYTES,
     MAX_VALUE_CHARS,
     GroundingStore,
+    _Chunk,
     _digest,
     _scan,
     canonical_value,
@@ -427,18 +428,24 @@ _G_RESET = r"""
 if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
 return 1
 """
-# A canonical special (or one word) of the session's trusted context: one index lookup.
+# Canonical specials (or one word and the whole identifier equal to it) of the session's
+# trusted context: one index lookup each, 1 when any is indexed.
 _G_INDEXED = r"""
-return redis.call('HEXISTS', KEYS[7], ARGV[2])
-"""
-# A word sequence: when every word is indexed, the session's trusted words, which the
-# caller searches (a plain find of a needle with inner spaces is not linear in Lua, so
-# the search runs in Python, whose substring search is); none when a word is missing.
-_G_TRUSTED_WORDS = r"""
 for i = 2, #ARGV do
-  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {} end
+  if redis.call('HEXISTS', KEYS[7], ARGV[i]) == 1 then return 1 end
 end
-local out = {}
+return 0
+"""
+# A word sequence: {1} when it is a whole identifier (ARGV[2]); else, when every word is
+# indexed, {0, the session's trusted words}, which the caller searches (a plain find of a
+# needle with inner spaces is not linear in Lua, so the search runs in Python, whose
+# substring search is); {0} when a word is missing.
+_G_TRUSTED_WORDS = r"""
+if redis.call('HEXISTS', KEYS[7], ARGV[2]) == 1 then return {1} end
+for i = 3, #ARGV do
+  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {0} end
+end
+local out = {0}
 for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   out[#out + 1] = redis.call('HGET', KEYS[5], id)
 end
@@ -558,6 +565,17 @@ class RedisGroundingStore(GroundingStore):
             limits = [self.trusted_bytes, self.max_bytes]
             self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
 
+    def _append(self, trace_id: str, chunk: _Chunk) -> None:
+        """The in-memory store's identifier chunk
+        (:meth:`~fak_core.grounding.GroundingStore.record_identifiers`: the same values, bytes
+        and digest), recorded by the trusted-text script: each value grounds a destination
+        equal to it, whole, on every replica."""
+        text_cost = len(chunk.text.encode("utf-8", "surrogatepass"))
+        cost = text_cost + sum(len(s[1]) + 48 for s in chunk.specials) + _OVERHEAD
+        args = [chunk.digest.hex(), chunk.text, _framed(chunk.specials, True), cost]
+        limits = [self.trusted_bytes, self.max_bytes]
+        self.state.run(self._trusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args])
+
     def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
         """Keep the untrusted text's words and specials (cut to the bound first, as the
         in-memory store cuts the text), only to name it in a refusal."""
@@ -584,11 +602,14 @@ class RedisGroundingStore(GroundingStore):
         # A canon never holds a newline; a special that did is not indexed (:func:`_framed`)
         # and a word that did is not a word: either way, not grounded.
         keys = self._keys(trace_id)
-        if kind != "text" or " " not in canon:
-            key = f"{kind}:{canon}" if kind != "text" else f"word:{canon}"
-            return bool(self.state.run(self._indexed, keys, [key]))
+        if kind != "text":
+            return bool(self.state.run(self._indexed, keys, [f"{kind}:{canon}"]))
+        if " " not in canon:  # a whole identifier, or one word of the user's
+            return bool(self.state.run(self._indexed, keys, [f"ident:{canon}", f"word:{canon}"]))
         words = list(dict.fromkeys(canon.split(" ")))
-        texts = self.state.run(self._trusted_words, keys, words)
+        ident, *texts = self.state.run(self._trusted_words, keys, [f"ident:{canon}", *words])
+        if int(ident):
+            return True
         needle = f" {canon} ".encode("utf-8", "surrogatepass")
         return any(needle in text for text in texts)
 

@@ -2,11 +2,11 @@
 
 :func:`open_shared` connects to the Redis named by ``--state`` and refuses one that could
 forget taint (:meth:`fak_core.redis_state.RedisState.check`); :func:`shared_kernel_options`
-gives the kernel its shared ledger, held store, rate limiter, grounding store and spent
-approval nonces, and :func:`attach_shared` gives the gateway the shared owner table, the
-STATE_DOWN reason and the ``/healthz`` probe. :func:`run_workers` forks ``--workers``
-processes that serve one listening socket, each with its own replica id (and so its own
-journal chain).
+gives the kernel its shared ledger, held store, rate limiter, grounding store (identifiers
+included), confidential values and spent approval nonces, and :func:`attach_shared` gives
+the gateway the shared owner table, the STATE_DOWN reason and the ``/healthz`` probe.
+:func:`run_workers` forks ``--workers`` processes that serve one listening socket, each
+with its own replica id (and so its own journal chain).
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def open_shared(url: str, timeout: float | None = None) -> RedisState:
 
 def shared_kernel_options(shared: RedisState) -> dict[str, Any]:
     """Kernel keyword arguments that put its session stores in ``shared``."""
-    from fak_core.confidential import UnsharedConfidential
     from fak_core.ratelimit import RateLimit
+    from fak_core.redis_confidential import RedisConfidential
     from fak_core.redis_stores import (
         RedisGroundingStore,
         RedisHeldStore,
@@ -73,8 +73,7 @@ def shared_kernel_options(shared: RedisState) -> dict[str, Any]:
         "held": RedisHeldStore(shared),
         "rate_limiter": limiter,
         "approval_nonces": RedisNonces(shared),
-        # confidential values are not shared yet: a replica refuses what it cannot see
-        "confidential": UnsharedConfidential(),
+        "confidential": RedisConfidential(shared),
         "grounding": RedisGroundingStore(shared),
     }
 

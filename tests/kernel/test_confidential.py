@@ -154,6 +154,9 @@ def test_an_evicted_session_never_reads_as_clean(room: int, value: str) -> None:
     assert "s" not in store._sessions
     assert store.carried("s", {"body": "nothing secret"}) is not None
     assert store.carried("s", {"body": value}) is not None
+    # it keeps a value again: the ones it kept before it was evicted are still gone
+    store.record("s", ["another-value-123"], "profile")
+    assert store.carried("s", {"body": value}) is not None
 
 
 @pytest.mark.fak_theorem("C4.10")

@@ -229,3 +229,109 @@ def words_encoded_strictly() -> Any:
         real(self, trace, text, origin)
 
     return mock.patch.object(GroundingStore, "record_trusted", record_trusted)
+
+
+# ---------------------------------------------------------------- C4.9/C4.10 across replicas
+@mutant("C4.7/identifiers-per-replica")
+def identifiers_per_replica() -> Any:
+    """Identifier values stay in the process that admitted the result (the in-memory
+    store's recording, as before the shared store kept them): they ground on that replica
+    only, and a refusal on the other."""
+    mine = _local_grounding()
+    real = RedisGroundingStore.grounded
+
+    def grounded(self: RedisGroundingStore, trace: str, value: str) -> bool:
+        return real(self, trace, value) or mine(self).grounded(trace, value)
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(
+        mock.patch.object(
+            RedisGroundingStore,
+            "record_identifiers",
+            lambda self, t, values, origin: mine(self).record_identifiers(t, values, origin),
+        )
+    )
+    stack.enter_context(mock.patch.object(RedisGroundingStore, "grounded", grounded))
+    return stack
+
+
+@mutant("C4.7/identifiers-as-words")
+def identifiers_as_words() -> Any:
+    """The shared store records identifier values as trusted text: their words ground
+    too (``Dana`` from the recipient ``Dana Reyes``), where one process grounds only the
+    whole value."""
+
+    def record_identifiers(self: RedisGroundingStore, t: str, values: list[str], o: str) -> None:
+        self.record_trusted_many(t, [(o, v) for v in values])
+
+    return mock.patch.object(RedisGroundingStore, "record_identifiers", record_identifiers)
+
+
+@mutant("C4.7/confidential-per-replica")
+def confidential_per_replica() -> Any:
+    """Each replica keeps the confidential values it recorded itself: a card admitted on
+    one replica is carried out by a sink call on the other."""
+    from fak_core.confidential import ConfidentialStore
+    from fak_core.redis_confidential import RedisConfidential
+
+    local: weakref.WeakKeyDictionary[RedisConfidential, ConfidentialStore] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def mine(self: RedisConfidential) -> ConfidentialStore:
+        return local.setdefault(self, ConfidentialStore())
+
+    stack = contextlib.ExitStack()
+    for name in ("record", "reset", "carried"):
+        stack.enter_context(
+            mock.patch.object(
+                RedisConfidential, name, lambda self, *a, _n=name: getattr(mine(self), _n)(*a)
+            )
+        )
+    return stack
+
+
+def _confidential_script(name: str, old: str, new: str) -> Any:
+    from fak_core import redis_confidential
+
+    body = getattr(redis_confidential, name)
+    assert old in body, (name, old)
+    return mock.patch.object(redis_confidential, name, body.replace(old, new))
+
+
+@mutant("C4.7/evicted-confidential-reads-clean")
+def evicted_confidential_reads_clean() -> Any:
+    """A session dropped at the byte bound leaves no mark: it reads as one that never
+    kept a value, so its sink calls carry the card out."""
+    return _confidential_script(
+        "_C_RECORD", "redis.call('SETBIT', KEYS[7], bucket, 1)", "local _ = bucket"
+    )
+
+
+@mutant("C4.7/evicted-session-restarts-clean")
+def evicted_session_restarts_clean() -> Any:
+    """A session dropped at the byte bound that records a value again starts afresh:
+    the values it kept before are forgotten and read as never kept."""
+    return _confidential_script(
+        "_C_RECORD",
+        "if redis.call('GETBIT', KEYS[7], tonumber(ARGV[4])) == 1 then",
+        "if false then",
+    )
+
+
+@mutant("C4.7/down-confidential-reads-clean")
+def down_confidential_reads_clean() -> Any:
+    """A confidential store that cannot be reached is taken for one that holds nothing:
+    while Redis is down (or lost its data) every call carries no secret."""
+    from fak_core.redis_confidential import RedisConfidential
+    from fak_core.statedown import StateUnavailable
+
+    real = RedisConfidential.carried
+
+    def carried(self: RedisConfidential, trace: str, args: Any) -> tuple[str, str] | None:
+        try:
+            return real(self, trace, args)
+        except StateUnavailable:
+            return None
+
+    return mock.patch.object(RedisConfidential, "carried", carried)

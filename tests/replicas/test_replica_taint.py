@@ -15,7 +15,18 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from fak_core import Kernel, Policy, Result, Source, Status, Taint, ToolCall, ToolDecl
+from fak_core import (
+    Kernel,
+    Policy,
+    Reason,
+    Result,
+    Source,
+    Status,
+    Taint,
+    ToolCall,
+    ToolDecl,
+    VerdictKind,
+)
 from fak_core.admission import ScreenConfig
 from fak_core.gateway.replicas import shared_kernel_options
 from fak_core.redis_state import RedisState
@@ -29,11 +40,17 @@ from .support import RedisServer
 # that a long result is paged out (held under its own reference). ``mail`` is declared
 # (policy v2) with a destination and a content argument: in a tainted session it passes
 # only when its destinations are grounded in the user's words.
+# ``bank`` (a result-only tool) declares identifiers (C4.9: each recipient grounds an
+# equal destination, whole) and confidential fields (C4.10: a tainted session's sink may
+# not carry a card).
 POLICY = Policy(
     version="fak-policy/v2",
-    allow=("send_email", "fetch_url", "calc", "mail"),
+    allow=("send_email", "fetch_url", "calc", "mail", "bank"),
     screen=ScreenConfig(injection_markers=('"_quarantined"', '"_paged"'), page_out_bytes=256),
-    tools={"mail": ToolDecl("EGRESS", ("/to",), (), ("/body",))},
+    tools={
+        "mail": ToolDecl("EGRESS", ("/to",), (), ("/body",)),
+        "bank": ToolDecl("NONE", identifiers=("/*/recipient",), confidential=("/*/card",)),
+    },
 )
 EGRESS = '{"to": "alice@example.com", "body": "the report"}'
 # What a wire client may send back as a tool result: benign text, text the screen
@@ -55,7 +72,25 @@ DESTS = (
     "eve@evil.example",
     "GB82WEST12345698765432",
 )
-dest = st.one_of(st.sampled_from(DESTS), st.sampled_from(DESTS).map(str.upper))
+# What a bank result's declared fields hold: recipients (identifiers: an IBAN, a name, an
+# address) and cards (confidential values; one too short to be kept).
+RECIPIENTS = ("Dana Reyes", "carol@example.net", "GB33BUKB20201555555555", "Acme Ltd")
+CARDS = ("4237-4252-7456-2574", "HGK137803", "12-34", "sk_live_51Abc")
+# Sink contents: a card spelled otherwise, part of one, none.
+CONTENTS = (
+    "card 4237 4252 7456 2574",
+    "passport: hgk 137 803",
+    "SK-LIVE-51ABC",
+    "number 4237 4252",
+    "12-34",
+    "the quarterly report",
+)
+dest = st.one_of(
+    st.sampled_from(DESTS + RECIPIENTS), st.sampled_from(DESTS + RECIPIENTS).map(str.upper)
+)
+bank = st.lists(
+    st.tuples(st.sampled_from(RECIPIENTS), st.sampled_from(CARDS)), min_size=1, max_size=3
+).map(lambda rows: json.dumps([{"recipient": r, "card": c} for r, c in rows]))
 # The user's words: a sentence naming destinations, or any text (lone surrogates too).
 words = st.one_of(
     st.lists(dest, min_size=1, max_size=3).map(lambda d: "Please send it to " + ", ".join(d)),
@@ -79,6 +114,8 @@ op = st.one_of(
     st.tuples(st.just("restub"), st.just("")),
     st.tuples(st.just("context"), words),
     st.tuples(st.just("grounded"), st.one_of(dest, any_text)),
+    st.tuples(st.just("bank"), bank),
+    st.tuples(st.just("leak"), st.tuples(dest, st.sampled_from(CONTENTS)).map("\0".join)),
 )
 script = st.lists(st.tuples(st.sampled_from("AB"), op), min_size=1, max_size=14)
 
@@ -137,6 +174,15 @@ def outcome(
     if action == "context":  # the user's own words, as the host or a proxy records them
         kernel.record_trusted(trace, text, "user")
         return ("recorded",)
+    if action == "bank":  # a result with identifiers and confidential values, from the wire
+        call = ToolCall("bank", "{}", trace)
+        admitted, v = kernel.admit(call, Result(Status.OK, text, taint=Taint.TAINTED))
+        return (v.kind, v.reason, admitted.status, admitted.taint, admitted.meta.get("admit"))
+    if action == "leak":  # a declared sink to a destination, carrying a card or not
+        to, content = text.split("\0")
+        v = kernel.decide(ToolCall("mail", json.dumps({"to": to, "body": content}), trace))
+        meta = (v.meta.get("ifc_confidential"), v.meta.get("ifc_ungrounded"))
+        return (v.kind, v.reason, v.claim, *meta)
     if action == "grounded":  # a declared sink: grounded, or refused naming the provenance
         body = f"the report for {text}"
         v = kernel.decide(ToolCall("mail", json.dumps({"to": text, "body": body}), trace))
@@ -186,6 +232,20 @@ def outcome(
         ("A", ("context", "send it to Dana Reyes \ud800 or carol@example.net")),
         ("B", ("admit", RESULTS[0])),
         ("B", ("grounded", "carol@example.net")),
+    ]
+)
+@example(  # identifiers recorded on A ground on B, whole; a card recorded on A is refused on B
+    steps=[
+        ("A", ("bank", json.dumps([{"recipient": "Dana Reyes", "card": "4237-4252-7456-2574"}]))),
+        ("B", ("grounded", "DANA REYES")),
+        ("B", ("grounded", "Dana")),
+        ("B", ("leak", "dana reyes\0card 4237 4252 7456 2574")),
+        ("A", ("leak", "dana reyes\0the quarterly report")),
+        ("B", ("reset", "")),
+        ("B", ("admit", RESULTS[0])),
+        ("A", ("leak", "dana reyes\0card 4237 4252 7456 2574")),
+        ("A", ("context", "Please send it to Dana Reyes")),
+        ("B", ("leak", "dana reyes\0card 4237 4252 7456 2574")),
     ]
 )
 def test_two_replicas_answer_as_one_kernel(redis_server: RedisServer, steps: list[Any]) -> None:
@@ -244,6 +304,44 @@ def test_words_recorded_on_one_replica_ground_a_sink_on_the_other(
         outcome(b, trace, "reset", "")
         outcome(b, trace, "admit", RESULTS[0])
         assert outcome(a, trace, "grounded", "GB29NWBK60161331926819")[0].name == "DENY"
+    finally:
+        close(a)
+        close(b)
+
+
+@pytest.mark.fak_theorem("C4.7")
+def test_identifiers_and_confidential_values_recorded_on_one_replica_hold_on_the_other(
+    redis_server: RedisServer,
+) -> None:
+    """A bank result admitted on A: its recipient grounds a destination on B as a whole
+    value (not its words), and its card refuses B's sink call that carries it, spelled
+    otherwise, with the pointer and the tool it came from; B's call without it passes."""
+    a, b = replica(redis_server.url), replica(redis_server.url)
+    trace = "c47-ic-" + uuid.uuid4().hex
+    rows = [{"recipient": "Dana Reyes", "card": "4237-4252-7456-2574"}]
+    try:
+        assert outcome(a, trace, "bank", json.dumps(rows))[0].name == "ALLOW"
+        assert outcome(b, trace, "grounded", "DANA REYES")[0].name == "ALLOW"
+        assert outcome(b, trace, "grounded", "Dana")[:2] == (
+            VerdictKind.DENY,
+            Reason.TRUST_VIOLATION,
+        )
+        kind, reason, claim, pointer, ungrounded = outcome(
+            b, trace, "leak", "dana reyes\0card 4237 4252 7456 2574"
+        )
+        assert (kind, reason, pointer, ungrounded) == (
+            VerdictKind.DENY,
+            Reason.TRUST_VIOLATION,
+            "/body",
+            None,
+        )
+        assert "carries a confidential value of bank" in claim
+        assert outcome(b, trace, "leak", "dana reyes\0number 4237 4252")[0].name == "ALLOW"
+        outcome(b, trace, "reset", "")  # a reset on B forgets what A recorded
+        outcome(a, trace, "admit", RESULTS[0])
+        assert outcome(a, trace, "grounded", "Dana Reyes")[0].name == "DENY"
+        outcome(b, trace, "context", "Please send it to Dana Reyes")
+        assert outcome(a, trace, "leak", "dana reyes\0card 4237 4252 7456 2574")[0].name == "ALLOW"
     finally:
         close(a)
         close(b)
