@@ -62,17 +62,6 @@ def evicted_reads_clean() -> Any:
     return mock.patch.object(ConfidentialStore, "carried", carried)
 
 
-@mutant("C4.10/evicted-restarts-clean")
-def evicted_restarts_clean() -> Any:
-    """A session the store evicted that keeps a value again starts afresh (the bug before
-    2026-12-01): the values it kept before read as never kept."""
-
-    def fresh(self: ConfidentialStore, trace_id: str) -> Any:
-        return _conf._Session()
-
-    return mock.patch.object(ConfidentialStore, "_fresh", fresh)
-
-
 @mutant("C4.10/replica-confidential-local")
 def replica_confidential_local() -> Any:
     """A replica with shared state keeps confidential values in its own process and
