@@ -127,7 +127,6 @@ return out
 """
 
 
-
 def _text(value: Any) -> str:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else str(value)
 
