@@ -364,12 +364,20 @@ class GroundingStore:
 
     def record_identifiers(self, trace_id: str, values: list[str], origin: str) -> None:
         """Add identifier values (:mod:`fak_core.identifiers`) to the session's trusted
-        context, each grounding a destination equal to it as a whole value, never its words.
-        A value with no canonical form (empty, blank, longer than the longest destination)
-        is skipped; the distinct others are kept in order while they fit in a quarter of the
-        session's trusted bound (each its canonical form's UTF-8 bytes plus 48, the result
+        context, each grounding a destination equal to it as a whole value, never its words
+        (:meth:`_identifier_chunk` says which). The session records the same identifiers of
+        one tool once."""
+        chunk = self._identifier_chunk(values, origin)
+        if chunk is not None:
+            self._append(trace_id, chunk)
+
+    def _identifier_chunk(self, values: list[str], origin: str) -> _Chunk | None:
+        """The trusted chunk of one result's identifiers (None if it has none). A value with
+        no canonical form (empty, blank, longer than the longest destination) is skipped;
+        the distinct others are kept in order while they fit in a quarter of the session's
+        trusted bound (each its canonical form's UTF-8 bytes plus 48, the result
         :data:`_OVERHEAD` more), and the rest dropped, so the user's words are not pushed
-        out. The session records the same identifiers of one tool once."""
+        out."""
         keys: dict[tuple[str, str], None] = {}
         budget = self.trusted_bytes // 4 - _OVERHEAD
         for value in values:
@@ -385,10 +393,10 @@ class GroundingStore:
             budget -= cost
             keys[key] = None
         if not keys:
-            return
+            return None
         # one JSON text names the set unambiguously (any separator could occur in a value)
         digest = _digest(origin, json.dumps(sorted(keys)))
-        self._append(trace_id, _Chunk(origin, "", frozenset(keys), digest=digest))
+        return _Chunk(origin, "", frozenset(keys), digest=digest)
 
     def _append(self, trace_id: str, chunk: _Chunk) -> None:
         """Add one trusted chunk under the session's byte bound (oldest chunks leave)."""

@@ -427,9 +427,13 @@ _G_RESET = r"""
 if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
 return 1
 """
-# A canonical special (or one word) of the session's trusted context: one index lookup.
+# Whether any of the keys (a canonical special, a whole identifier, one word) is in the
+# session's trusted context: one index lookup each.
 _G_INDEXED = r"""
-return redis.call('HEXISTS', KEYS[7], ARGV[2])
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[7], ARGV[i]) == 1 then return 1 end
+end
+return 0
 """
 # A word sequence: when every word is indexed, the session's trusted words, which the
 # caller searches (a plain find of a needle with inner spaces is not linear in Lua, so
@@ -558,6 +562,17 @@ class RedisGroundingStore(GroundingStore):
             limits = [self.trusted_bytes, self.max_bytes]
             self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
 
+    def record_identifiers(self, trace_id: str, values: list[str], origin: str) -> None:
+        """The in-memory store's chunk of identifiers, recorded in one script as a trusted
+        text with no words (its keys indexed, its cost counted as that store counts it)."""
+        chunk = self._identifier_chunk(values, origin)
+        if chunk is None:
+            return
+        cost = sum(len(s[1]) + 48 for s in chunk.specials) + _OVERHEAD
+        args = [chunk.digest.hex(), chunk.text, _framed(chunk.specials, True), cost]
+        limits = [self.trusted_bytes, self.max_bytes]
+        self.state.run(self._trusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args])
+
     def record_untrusted(self, trace_id: str, text: str, origin: str) -> None:
         """Keep the untrusted text's words and specials (cut to the bound first, as the
         in-memory store cuts the text), only to name it in a refusal."""
@@ -584,9 +599,13 @@ class RedisGroundingStore(GroundingStore):
         # A canon never holds a newline; a special that did is not indexed (:func:`_framed`)
         # and a word that did is not a word: either way, not grounded.
         keys = self._keys(trace_id)
-        if kind != "text" or " " not in canon:
-            key = f"{kind}:{canon}" if kind != "text" else f"word:{canon}"
-            return bool(self.state.run(self._indexed, keys, [key]))
+        if kind != "text":
+            return bool(self.state.run(self._indexed, keys, [f"{kind}:{canon}"]))
+        # a whole identifier value (:meth:`record_identifiers`), then the trusted words
+        if " " not in canon:
+            return bool(self.state.run(self._indexed, keys, [f"ident:{canon}", f"word:{canon}"]))
+        if self.state.run(self._indexed, keys, [f"ident:{canon}"]):
+            return True
         words = list(dict.fromkeys(canon.split(" ")))
         texts = self.state.run(self._trusted_words, keys, words)
         needle = f" {canon} ".encode("utf-8", "surrogatepass")

@@ -1,15 +1,8 @@
 """C4.9's bounds: which identifiers of a result are kept, and for how long.
 
-The oracle is a model written here from the theorem's words, never the code under test:
-a value's canonical form is its case-folded words joined by one space (the values are
-drawn from letters that NFKC leaves alone, so no other rule applies), none when it is
-blank or longer than 2048 characters; its cost is the UTF-8 length of that form counted
-from the code points (a lone surrogate, which JSON can carry, as three bytes) plus 48;
-the distinct forms of one result are kept in order while their costs fit in a quarter of
-the session's trusted bound less 96, and a result's chunk (its costs plus 96) leaves the
-session's trusted context oldest first once the context passes the bound. The bounds are
-brute-forced around every place the budget can run out: exactly at it, one under, one
-over, and with just room for a later, cheaper value.
+The oracle is :mod:`tests.kernel.identmodel`, a model written from the theorem's words.
+The bounds are brute-forced around every place the budget can run out: exactly at it,
+one under, one over, and with just room for a later, cheaper value.
 """
 
 from __future__ import annotations
@@ -24,12 +17,18 @@ from hypothesis import strategies as st
 from fak_core import Kernel, Policy, Result, Status, ToolCall, ToolDecl, VerdictKind
 from fak_core.grounding import GroundingStore
 from fak_core.taint import Taint
+from tests.kernel.identmodel import (
+    MAX_CHARS,
+    PER_RESULT,
+    PER_VALUE,
+    canon,
+    kept,
+    replay,
+    utf8_len,
+)
 
 #: one, two, three and four UTF-8 bytes, and a lone surrogate (three, as JSON carries it)
 LETTERS = "az\u00e9\u0436\u4e2d\U0001f600\ud800"
-MAX_CHARS = 2048
-PER_VALUE = 48
-PER_RESULT = 96
 
 letters = st.text(st.sampled_from(LETTERS), min_size=1, max_size=9)
 spaced = st.builds(
@@ -43,41 +42,13 @@ formless = st.sampled_from(["", " ", "\t\n", "y" * (MAX_CHARS + 1)])
 value = st.one_of(spaced, spaced, formless, st.just("y" * MAX_CHARS))
 
 
-def _utf8_len(text: str) -> int:
-    """UTF-8's length by code point ranges (a surrogate, below 0x10000, takes three)."""
-    return sum(
-        1 if n < 0x80 else 2 if n < 0x800 else 3 if n < 0x10000 else 4 for n in map(ord, text)
-    )
-
-
-def _canon(v: str) -> str | None:
-    if len(v) > MAX_CHARS:
-        return None
-    return " ".join(v.casefold().split()) or None
-
-
-def _kept(values: list[str], trusted_bytes: int) -> list[str]:
-    """The model: the distinct forms kept from one result, in order."""
-    room = trusted_bytes // 4 - PER_RESULT
-    kept: list[str] = []
-    for v in values:
-        c = _canon(v)
-        if c is None or c in kept:
-            continue
-        if _utf8_len(c) + PER_VALUE > room:
-            break
-        room -= _utf8_len(c) + PER_VALUE
-        kept.append(c)
-    return kept
-
-
 def _bounds(values: list[str]) -> set[int]:
     """Trusted bounds at every edge of ``values``' budget: the room left equal to the
     cost of the first k distinct forms, one less and one more, and the first k's cost plus
     that of a later form (room for it after a dearer one did not fit); each quarter with
     every remainder (the bound is divided by four, rounding down)."""
-    forms = list(dict.fromkeys(c for c in map(_canon, values) if c is not None))
-    costs = [_utf8_len(c) + PER_VALUE for c in forms]
+    forms = list(dict.fromkeys(c for c in map(canon, values) if c is not None))
+    costs = [utf8_len(c) + PER_VALUE for c in forms]
     sums = [sum(costs[:k]) for k in range(len(costs) + 1)]
     rooms = {s + d for s in sums for d in (-1, 0, 1)}
     rooms |= {sums[k] + c for k in range(len(costs)) for c in costs[k + 1 :]}
@@ -109,11 +80,11 @@ def test_a_result_keeps_its_identifiers_in_order_within_a_quarter_of_the_bound(
     for trusted_bytes in sorted(_bounds(values)):
         store = GroundingStore(trusted_bytes=trusted_bytes)
         store.record_identifiers("s", values, "ids:inbox")
-        kept = _kept(values, trusted_bytes)
+        forms = kept(values, trusted_bytes)
         for v in values:
-            want = _canon(v) in kept
-            assert store.grounded("s", v) is want, (trusted_bytes, v, kept)
-            assert store.grounded("s", v.upper()) is want, (trusted_bytes, v, kept)
+            want = canon(v) in forms
+            assert store.grounded("s", v) is want, (trusted_bytes, v, forms)
+            assert store.grounded("s", v.upper()) is want, (trusted_bytes, v, forms)
 
 
 NAMES = ["ann", "bo lee", "cy", "dee dee", "ed", "flo ng"]
@@ -140,19 +111,12 @@ def test_identifiers_leave_the_session_oldest_first_and_then_ground_nothing(
     everything = sorted({v for _, vs in results for v in vs})
     # the values are also in untrusted content all along: that grounds nothing
     store.record_untrusted("s", " ".join(everything), "tool")
-    live: list[tuple[str, frozenset[str], int]] = []  # the model: (tool, forms, cost), oldest first
-    for origin, values in results:
+    for (origin, values), held in zip(results, replay(results, trusted_bytes), strict=True):
         store.record_identifiers("s", values, origin)
-        kept = frozenset(_kept(values, trusted_bytes))
-        if kept and (origin, kept) not in {(o, f) for o, f, _ in live}:
-            live.append((origin, kept, PER_RESULT + sum(len(c) + PER_VALUE for c in kept)))
-            while sum(cost for _, _, cost in live) > trusted_bytes:
-                live.pop(0)
-        held = set().union(*(forms for _, forms, _ in live))
         for v in everything:
-            assert store.grounded("s", v) is (v in held), (v, live)
+            assert store.grounded("s", v) is (v in held), (v, held)
             for word in v.split(" ")[1:] if " " in v else ():
-                assert store.grounded("s", word) is (word in held), (word, live)
+                assert store.grounded("s", word) is (word in held), (word, held)
 
 
 #: separators a digest of a set of values might join them with
@@ -169,7 +133,7 @@ def test_a_result_whose_identifier_spells_others_joined_still_grounds_it(
     for sep in SEPARATORS:
         spelt = {sep.join(vs) for vs in (first, sorted(first))}
         for joined in spelt | {sep.join("ident:" + v for v in vs) for vs in (first, sorted(first))}:
-            if _canon(joined) in (None, *first):
+            if canon(joined) in (None, *first):
                 continue
             store = GroundingStore()
             store.record_identifiers("s", first, "ids:inbox")
@@ -209,8 +173,8 @@ def test_a_flood_of_identifiers_never_pushes_out_the_users_words_that_fit(
 
     @functools.cache
     def quarter_chunk(quarter: int) -> int:
-        kept = _kept(senders, 4 * quarter)
-        return PER_RESULT + sum(len(c) + PER_VALUE for c in kept) if kept else 0
+        forms = kept(senders, 4 * quarter)
+        return PER_RESULT + sum(len(c) + PER_VALUE for c in forms) if forms else 0
 
     def chunk(trusted_bytes: int) -> int:  # the model's cost of the result's identifiers
         return quarter_chunk(trusted_bytes // 4)
@@ -240,8 +204,8 @@ def test_a_flood_of_identifiers_never_pushes_out_the_users_words_that_fit(
 
         fits = words + chunk(trusted_bytes) <= trusted_bytes
         assert sent("zed@home.example") is fits, (trusted_bytes, words)
-        kept = _kept(senders, trusted_bytes)
+        forms = kept(senders, trusted_bytes)
         # every sender kept, and the first two past the budget (a refusal rescans the
         # untrusted result to name it: the rest are left out for speed)
-        for s in senders[: len(kept) + 2]:
-            assert sent(s) is (s in kept), (s, trusted_bytes)
+        for s in senders[: len(forms) + 2]:
+            assert sent(s) is (s in forms), (s, trusted_bytes)

@@ -9,6 +9,7 @@ from typing import Any
 from unittest import mock
 
 from fak_core.grounding import GroundingStore
+from fak_core.redis_stores import RedisGroundingStore
 from pytest_fak import mutant
 
 _kernel = importlib.import_module("fak_core.kernel")
@@ -74,3 +75,12 @@ def evicted_identifiers_stay() -> Any:
                 s.specials[key] = s.specials.get(key, 0) + 1
 
     return mock.patch.object(GroundingStore, "record_identifiers", record)
+
+
+@mutant("C4.9/identifiers-replica-local")
+def identifiers_replica_local() -> Any:
+    """The shared grounding store records identifiers as the in-memory store does, in its
+    own process (the original bug): with ``--state`` they ground on no replica."""
+    return mock.patch.object(
+        RedisGroundingStore, "record_identifiers", GroundingStore.record_identifiers
+    )
