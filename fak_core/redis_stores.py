@@ -435,11 +435,13 @@ for i = 2, #ARGV do
 end
 return 0
 """
-# A word sequence: when every word is indexed, the session's trusted words, which the
-# caller searches (a plain find of a needle with inner spaces is not linear in Lua, so
-# the search runs in Python, whose substring search is); none when a word is missing.
+# A word sequence: 1 when it is a whole identifier (ARGV[2] its key); else, when every
+# word is indexed, the session's trusted words, which the caller searches (a plain find of
+# a needle with inner spaces is not linear in Lua, so the search runs in Python, whose
+# substring search is); none when a word is missing.
 _G_TRUSTED_WORDS = r"""
-for i = 2, #ARGV do
+if redis.call('HEXISTS', KEYS[7], ARGV[2]) == 1 then return 1 end
+for i = 3, #ARGV do
   if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {} end
 end
 local out = {}
@@ -489,9 +491,9 @@ class RedisGroundingStore(GroundingStore):
     ``untrusted_bytes``, the least recently recorded session past ``max_bytes``. Forgotten
     trusted context grounds nothing (a refusal); forgotten untrusted content only stops a
     refusal from naming where a value came from (the verdict reads trusted context only).
-    A check is one round trip: an index lookup for an address, host, IBAN or word; a
-    word sequence fetches the trusted words (at most ``trusted_bytes``) when every word
-    is indexed and searches them here."""
+    A check is one round trip: an index lookup for an address, host, IBAN, word or whole
+    identifier; a word sequence that is not an identifier fetches the trusted words (at
+    most ``trusted_bytes``) when every word is indexed and searches them here."""
 
     #: Not the in-memory store's promise: every operation is a round trip to Redis.
     __fak_nonblocking__ = False
@@ -604,10 +606,10 @@ class RedisGroundingStore(GroundingStore):
         # a whole identifier value (:meth:`record_identifiers`), then the trusted words
         if " " not in canon:
             return bool(self.state.run(self._indexed, keys, [f"ident:{canon}", f"word:{canon}"]))
-        if self.state.run(self._indexed, keys, [f"ident:{canon}"]):
-            return True
         words = list(dict.fromkeys(canon.split(" ")))
-        texts = self.state.run(self._trusted_words, keys, words)
+        texts = self.state.run(self._trusted_words, keys, [f"ident:{canon}", *words])
+        if texts == 1:
+            return True
         needle = f" {canon} ".encode("utf-8", "surrogatepass")
         return any(needle in text for text in texts)
 
