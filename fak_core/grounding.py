@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 import threading
 import unicodedata
@@ -297,7 +298,7 @@ class _Chunk:
     origin: str
     text: str
     specials: frozenset[tuple[str, str]]
-    cost: int
+    cost: int = 0
     digest: bytes = b""
 
 
@@ -359,31 +360,43 @@ class GroundingStore:
                     self._sessions.move_to_end(trace_id)
             return
         words, specials = _scan(text)
-        self._append(trace_id, _Chunk(origin, words, specials, 0, digest))
+        self._append(trace_id, _Chunk(origin, words, specials, digest=digest))
 
     def record_identifiers(self, trace_id: str, values: list[str], origin: str) -> None:
         """Add identifier values (:mod:`fak_core.identifiers`) to the session's trusted
-        context, each grounding a destination equal to it as a whole value, never its words.
-        Values longer than the longest destination are dropped, and so are those past a
-        quarter of the session's trusted bound (the user's words are not pushed out)."""
-        keys: set[tuple[str, str]] = set()
+        context, each grounding a destination equal to it as a whole value, never its words
+        (:meth:`_identifier_chunk` says which). The session records the same identifiers of
+        one tool once."""
+        chunk = self._identifier_chunk(values, origin)
+        if chunk is not None:
+            self._append(trace_id, chunk)
+
+    def _identifier_chunk(self, values: list[str], origin: str) -> _Chunk | None:
+        """The trusted chunk of one result's identifiers (None if it has none). A value with
+        no canonical form (empty, blank, longer than the longest destination) is skipped;
+        the distinct others are kept in order while they fit in a quarter of the session's
+        trusted bound (each its canonical form's UTF-8 bytes plus 48, the result
+        :data:`_OVERHEAD` more), and the rest dropped, so the user's words are not pushed
+        out."""
+        keys: dict[tuple[str, str], None] = {}
         budget = self.trusted_bytes // 4 - _OVERHEAD
         for value in values:
             kind, canon = canonical_value(value)
-            if canon:
-                budget -= len(canon.encode("utf-8", "surrogatepass")) + 48
-                if budget < 0:
-                    break
-                keys.add((kind, canon) if kind != "text" else ("ident", canon))
+            if not canon:
+                continue
+            key = (kind, canon) if kind != "text" else ("ident", canon)
+            if key in keys:
+                continue
+            cost = len(canon.encode("utf-8", "surrogatepass")) + 48
+            if cost > budget:
+                break
+            budget -= cost
+            keys[key] = None
         if not keys:
-            return
-        digest = hashlib.blake2b(
-            "\0".join([origin, *sorted(k[0] + ":" + k[1] for k in keys)]).encode(
-                "utf-8", "surrogatepass"
-            ),
-            digest_size=16,
-        ).digest()
-        self._append(trace_id, _Chunk(origin, " ", frozenset(keys), 0, digest))
+            return None
+        # one JSON text names the set unambiguously (any separator could occur in a value)
+        digest = _digest(origin, json.dumps(sorted(keys)))
+        return _Chunk(origin, "", frozenset(keys), digest=digest)
 
     def _append(self, trace_id: str, chunk: _Chunk) -> None:
         """Add one trusted chunk under the session's byte bound (oldest chunks leave)."""

@@ -35,7 +35,6 @@ from fak_core.grounding import (
     DEFAULT_UNTRUSTED_BYTES,
     MAX_VALUE_CHARS,
     GroundingStore,
-    _Chunk,
     _digest,
     _scan,
     canonical_value,
@@ -428,24 +427,24 @@ _G_RESET = r"""
 if redis.call('EXISTS', KEYS[2]) == 1 then drop(ARGV[2]) end
 return 1
 """
-# Canonical specials (or one word and the whole identifier equal to it) of the session's
-# trusted context: one index lookup each, 1 when any is indexed.
+# Whether any of the keys (a canonical special, a whole identifier, one word) is in the
+# session's trusted context: one index lookup each.
 _G_INDEXED = r"""
 for i = 2, #ARGV do
   if redis.call('HEXISTS', KEYS[7], ARGV[i]) == 1 then return 1 end
 end
 return 0
 """
-# A word sequence: {1} when it is a whole identifier (ARGV[2]); else, when every word is
-# indexed, {0, the session's trusted words}, which the caller searches (a plain find of a
-# needle with inner spaces is not linear in Lua, so the search runs in Python, whose
-# substring search is); {0} when a word is missing.
+# A word sequence: 1 when it is a whole identifier (ARGV[2] its key); else, when every
+# word is indexed, the session's trusted words, which the caller searches (a plain find of
+# a needle with inner spaces is not linear in Lua, so the search runs in Python, whose
+# substring search is); none when a word is missing.
 _G_TRUSTED_WORDS = r"""
-if redis.call('HEXISTS', KEYS[7], ARGV[2]) == 1 then return {1} end
+if redis.call('HEXISTS', KEYS[7], ARGV[2]) == 1 then return 1 end
 for i = 3, #ARGV do
-  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {0} end
+  if redis.call('HEXISTS', KEYS[7], 'word:'..ARGV[i]) == 0 then return {} end
 end
-local out = {0}
+local out = {}
 for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   out[#out + 1] = redis.call('HGET', KEYS[5], id)
 end
@@ -492,9 +491,9 @@ class RedisGroundingStore(GroundingStore):
     ``untrusted_bytes``, the least recently recorded session past ``max_bytes``. Forgotten
     trusted context grounds nothing (a refusal); forgotten untrusted content only stops a
     refusal from naming where a value came from (the verdict reads trusted context only).
-    A check is one round trip: an index lookup for an address, host, IBAN or word; a
-    word sequence fetches the trusted words (at most ``trusted_bytes``) when every word
-    is indexed and searches them here."""
+    A check is one round trip: an index lookup for an address, host, IBAN, word or whole
+    identifier; a word sequence that is not an identifier fetches the trusted words (at
+    most ``trusted_bytes``) when every word is indexed and searches them here."""
 
     #: Not the in-memory store's promise: every operation is a round trip to Redis.
     __fak_nonblocking__ = False
@@ -565,13 +564,13 @@ class RedisGroundingStore(GroundingStore):
             limits = [self.trusted_bytes, self.max_bytes]
             self.state.run(self._trusted, keys, [*self._head(trace_id), *limits, *args])
 
-    def _append(self, trace_id: str, chunk: _Chunk) -> None:
-        """The in-memory store's identifier chunk
-        (:meth:`~fak_core.grounding.GroundingStore.record_identifiers`: the same values, bytes
-        and digest), recorded by the trusted-text script: each value grounds a destination
-        equal to it, whole, on every replica."""
-        text_cost = len(chunk.text.encode("utf-8", "surrogatepass"))
-        cost = text_cost + sum(len(s[1]) + 48 for s in chunk.specials) + _OVERHEAD
+    def record_identifiers(self, trace_id: str, values: list[str], origin: str) -> None:
+        """The in-memory store's chunk of identifiers, recorded in one script as a trusted
+        text with no words (its keys indexed, its cost counted as that store counts it)."""
+        chunk = self._identifier_chunk(values, origin)
+        if chunk is None:
+            return
+        cost = sum(len(s[1]) + 48 for s in chunk.specials) + _OVERHEAD
         args = [chunk.digest.hex(), chunk.text, _framed(chunk.specials, True), cost]
         limits = [self.trusted_bytes, self.max_bytes]
         self.state.run(self._trusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args])
@@ -604,11 +603,12 @@ class RedisGroundingStore(GroundingStore):
         keys = self._keys(trace_id)
         if kind != "text":
             return bool(self.state.run(self._indexed, keys, [f"{kind}:{canon}"]))
-        if " " not in canon:  # a whole identifier, or one word of the user's
+        # a whole identifier value (:meth:`record_identifiers`), then the trusted words
+        if " " not in canon:
             return bool(self.state.run(self._indexed, keys, [f"ident:{canon}", f"word:{canon}"]))
         words = list(dict.fromkeys(canon.split(" ")))
-        ident, *texts = self.state.run(self._trusted_words, keys, [f"ident:{canon}", *words])
-        if int(ident):
+        texts = self.state.run(self._trusted_words, keys, [f"ident:{canon}", *words])
+        if texts == 1:
             return True
         needle = f" {canon} ".encode("utf-8", "surrogatepass")
         return any(needle in text for text in texts)

@@ -120,16 +120,6 @@ def test_results_that_are_not_json_or_not_declared_ground_nothing() -> None:
 
 
 @pytest.mark.fak_theorem("C4.9")
-def test_identifiers_are_bounded_and_the_users_words_stay() -> None:
-    k = Kernel(_policy())
-    k.record_trusted("s", "send it to zed@home.example")
-    many = [{"sender": f"user{i}@bulk{i}.example"} for i in range(20000)]
-    _admit(k, json.dumps(many))
-    assert _sent(k, "zed@home.example")  # a flood of identifiers never pushes these out
-    assert not _sent(k, "user19999@bulk19999.example")  # past the bound: not recorded
-
-
-@pytest.mark.fak_theorem("C4.9")
 @given(
     st.lists(
         st.tuples(

@@ -23,6 +23,7 @@ from fak_core.redis_stores import RedisGroundingStore
 from fak_core.statedown import StateUnavailable
 
 from ..gateway_proxies.clients import anthropic_client, close_all, openai_client
+from ..kernel.identmodel import PER_RESULT, replay
 from .support import RedisServer, Replica
 
 V2 = "fak-policy/v2"
@@ -430,3 +431,45 @@ def test_two_serve_replicas_ground_on_the_words_either_recorded(
         for r in pair:
             r.stop()
         close_all()
+
+
+@pytest.mark.fak_theorem("C4.9", "C4.7")
+@settings(max_examples=30, deadline=None)
+@given(
+    results=st.lists(
+        st.tuples(
+            st.sampled_from(["ids:inbox", "ids:files"]),
+            st.lists(
+                st.sampled_from(["ann", "bo lee", "cy", "dee dee", "x@y.example"]), max_size=4
+            ),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    quarter=st.integers(60, 200),
+)
+def test_identifiers_ground_on_every_replica_and_leave_as_in_one_process(
+    redis_server: RedisServer, results: list[tuple[str, list[str]]], quarter: int
+) -> None:
+    """Results' identifiers recorded by either replica ground on both (and the words of
+    one never do) exactly while the model's session holds them (kept within a quarter of
+    the bound, oldest result out first, a repeated result of one tool recorded once), as
+    in the in-memory store, which counts the same bytes for them."""
+    trusted_bytes = 4 * (PER_RESULT + quarter)
+    shared = [RedisGroundingStore(_state(redis_server.url), trusted_bytes=trusted_bytes)]
+    shared.append(RedisGroundingStore(_state(redis_server.url), trusted_bytes=trusted_bytes))
+    memory = GroundingStore(trusted_bytes=trusted_bytes)
+    trace = _trace()
+    everything = sorted({v for _, vs in results for v in vs} | {"lee", "dee"})
+    for n, ((origin, values), held) in enumerate(
+        zip(results, replay(results, trusted_bytes), strict=True)
+    ):
+        shared[n % 2].record_identifiers(trace, values, origin)
+        memory.record_identifiers(trace, values, origin)
+        for store in (*shared, memory):
+            assert [store.grounded(trace, v) for v in everything] == [
+                v in held for v in everything
+            ], (n, held)
+        counted = int(shared[0].state.client.hget(f"fak:g:{trace}", "tc") or 0)
+        memory_cost = memory.stats()["grounding_bytes"]
+        assert counted + (96 + len(trace) if memory_cost else 0) == memory_cost
