@@ -333,7 +333,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         "A Hypothesis witness samples its domain (derandomised profile `fak`): it can refute "
         "a theorem, never prove it beyond the examples tried. Skips never count as passes. "
         "ERROR means a witness never tested the code (setup, collection, a Hypothesis "
-        "health check).",
+        "health check) or its worker process died outside any mutant.",
         "",
         _tools_md(doc["environment"]),
         "",

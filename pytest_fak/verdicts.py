@@ -9,8 +9,9 @@ evidence could not be measured. ERROR: a witness never got to test the code (its
 fixtures failed to set up or tear down, Hypothesis refused it in a health check or
 could not generate its inputs, or its module failed to collect): a witness that never
 ran is not a counterexample, so this is never REFUTED, and never PROVEN either; a witness
-that crashed its xdist worker outside any mutant is ERROR too (the crash is not attributable
-to the code). A mutant under which the worker crashed counts as killed (``crashed``).
+whose xdist worker died outside any mutant is ERROR too (a dead process cannot tell a
+crash of the code from one of its environment, an OOM kill, a C extension). A mutant
+under which the worker died counts as killed (``crashed``), see :mod:`pytest_fak.crash`.
 SCOPED-OUT: the document declares it. STALE: only ``fak proofs check`` gives it.
 Failure wins (REFUTED before ERROR); a skip is never a pass.
 """
