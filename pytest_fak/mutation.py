@@ -8,7 +8,9 @@ theorem already killed (in this process, or in the cache), whose lines this witn
 executed (``uncovered``: it cannot be killed by it), or whose outcome for this witness is
 cached (:mod:`pytest_fak.mutcache`). Each re-run has a deadline (a mutant that loops
 forever is killed by ``timeout``); code of the mutant still running in another thread
-when the deadline passes gets the same exception raised in that thread.
+when the deadline passes gets the same exception raised in that thread. Each re-run also
+has an address-space budget (:mod:`pytest_fak.crash`): a mutant that allocates without
+bound is killed by ``memory``; one that crashes the xdist worker is killed by ``crashed``.
 
 The controller folds the outcomes per theorem: a mutant is killed when some passing
 witness failed under it; a mutant neither killed nor waived is a survivor, and a
@@ -33,6 +35,7 @@ from pytest_fak.generated import GeneratedMutant, Generation, generate
 from pytest_fak.mutcache import MutantCache, witness_fingerprint
 from pytest_fak.symbols import SymbolError
 from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex
+from pytest_fak.verdicts import GEN_KILLED
 
 __all__ = [
     "MODES",
@@ -243,7 +246,7 @@ class GeneratedPhase:
         if m.id in self.local_kills.get(t.id, ()):
             return True
         return any(
-            self.cached(m, other) in ("killed", TIMEOUT)
+            self.cached(m, other) in GEN_KILLED
             for other in self.witnesses_of.get(t.id, ())
             if other != nodeid
         )

@@ -5,7 +5,7 @@ reach the mutated line". It is true for as long as what produced it is unchanged
 key is SHA-256 over: the mutant (its anchor's source hash and its id, which carries the
 hash of the mutated text), the witness (its node id and the content of its test module),
 and the run's budget (pytest-fak's version, Hypothesis's version, the mutant example
-budget). The theorem text is not in the key: it decides which anchors, witnesses and
+and memory budgets). The theorem text is not in the key: it decides which anchors, witnesses and
 waivers a verdict folds, and that is recomputed on every run; it cannot change what a
 witness does under a mutant.
 
@@ -31,7 +31,7 @@ __all__ = ["CACHE_FILE", "Entry", "MutantCache", "witness_fingerprint"]
 CACHE_FILE = "mutants.json"
 _SCHEMA = "pytest-fak/mutant-cache/v1"
 #: outcomes worth keeping (broken and inconclusive runs are retried next time)
-CACHEABLE = frozenset({"killed", "timeout", "survived", "uncovered"})
+CACHEABLE = frozenset({"killed", "timeout", "memory", "crashed", "survived", "uncovered"})
 
 
 @dataclass(frozen=True, slots=True)

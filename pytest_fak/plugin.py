@@ -102,6 +102,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "run time) and the mutant counts as killed by timeout (default: 5)",
     )
     group.addoption(
+        "--fak-mutant-memory",
+        default=None,
+        metavar="SIZE",
+        help="address space a witness re-run under a mutant may add to the process (RLIMIT_AS; "
+        "e.g. 512M, 2G, or 'off'); a MemoryError under it kills the mutant (default: ini "
+        "fak_mutant_memory, else 2G; no limit where the platform has no RLIMIT_AS)",
+    )
+    group.addoption(
         "--fak-cache-dir",
         default=None,
         metavar="DIR",
@@ -113,6 +121,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="string",
         default="",
         help="default of --fak-mutate (off, incremental or full)",
+    )
+    parser.addini(
+        "fak_mutant_memory",
+        type="string",
+        default="",
+        help="default of --fak-mutant-memory (e.g. 2G, 512M, off)",
     )
     parser.addini(
         "fak_cache_dir",

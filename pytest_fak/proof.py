@@ -3,9 +3,12 @@
 On every process (controller, xdist workers, or a plain run) it loads the theorem
 documents, validates ``fak_theorem`` markers at collection, measures each bound
 witness (anchors, Hypothesis examples), and re-runs each passing witness under its
-theorems' mutants. Per-test facts travel on the test reports (plain JSON); anchor lines
-travel through xdist's ``workeroutput``. On the controller it folds the evidence into
-verdicts, writes the report and sets the exit status from ``--fak-fail-on``.
+theorems' mutants (each re-run inside an address-space budget, :mod:`pytest_fak.crash`).
+Per-test facts, the anchors each witness executed included, travel on the test reports
+(plain JSON) as each test finishes, so an xdist worker that dies loses at most the test it
+was running; for that test the worker's "mutant in flight" marker tells the controller
+which mutant crashed it. On the controller it folds the evidence into verdicts, writes
+the report and sets the exit status from ``--fak-fail-on``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -21,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fak import ci, hyp, inputs, rebuild, report, verdicts
+from pytest_fak import ci, crash, hyp, inputs, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
@@ -58,6 +63,16 @@ def _max_examples(config: pytest.Config) -> int | None:
     if value < 1:
         raise pytest.UsageError("ini option fak_max_examples must be at least 1")
     return value
+
+
+def _mutant_memory(config: pytest.Config) -> int | None:
+    """``--fak-mutant-memory``, else ini ``fak_mutant_memory``, else 2 GiB (None: off)."""
+    raw = config.getoption("fak_mutant_memory") or config.getini("fak_mutant_memory")
+    raw = str(raw or "").strip() or crash.DEFAULT_MUTANT_MEMORY
+    try:
+        return crash.parse_size(raw)
+    except ValueError as exc:
+        raise pytest.UsageError(f"fak_mutant_memory / --fak-mutant-memory: {exc}") from None
 
 
 _THEOREMS = pytest.StashKey[tuple[str, ...]]()
@@ -106,17 +121,20 @@ class ProofSession:
             self._import_mutant_modules()
         self.fail_on = self._fail_on()
         self.mutant_examples = int(config.getoption("fak_mutant_examples"))
+        self.mutant_memory = _mutant_memory(config)
+        flight = getattr(config, "workerinput", {}).get("fak_flight")
+        self.recorder = crash.FlightRecorder(flight) if flight else None
+        self.flight_dir: Path | None = None
+        self.crashes: list[dict[str, Any]] = []
         self.max_examples = _max_examples(config)
         self.evidence: dict[str, verdicts.WitnessEvidence] = {}
         self.bound: dict[str, list[str]] = {}
-        self.anchor_results: dict[str, dict[str, bool | None]] = {}
         self.unknown: list[str] = []
         self.result: dict[str, Any] | None = None
         self.written: list[Path] = []
         files = {a.filename for t in self.index for a in t.anchors}
         self.probe = AnchorProbe(files)
         self.modes: set[str] = set()
-        self.local_anchors: dict[str, dict[str, bool | None]] = {}
         self.session_items: list[pytest.Item] = []
         self._hyp_saved: Any = None
         self._obs_cov_saved: Any = None
@@ -206,11 +224,12 @@ class ProofSession:
         here = Path(__file__).parent
         code = hashlib.sha256()
         own = ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py", "rebuild.py")
-        for name in own:
+        for name in (*own, "crash.py"):
             code.update((here / name).read_bytes())
         return (
             f"pytest-fak {__version__} ({code.hexdigest()[:16]}); hypothesis {hv}; "
-            f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}"
+            f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}; "
+            f"mutant-memory {self.mutant_memory}"
         )
 
     def _mutant_module_files(self) -> list[str]:
@@ -252,6 +271,10 @@ class ProofSession:
             obs.OBSERVABILITY_COLLECT_COVERAGE = self._obs_cov_saved
         registry.clear()
         self.quarantine.uninstall()
+        if self.recorder is not None:
+            self.recorder.close()
+        if self.flight_dir is not None:
+            shutil.rmtree(self.flight_dir, ignore_errors=True)
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         rel = [report.relpath(d, self.rootpath) for d in self.dirs]
@@ -360,10 +383,12 @@ class ProofSession:
         except BaseException:
             self.probe.finish()
             ev["examples"] = counter.examples
+            ev["anchors"] = self._anchors_of(item, theorems)
             if counter.failure:
                 ev["hypothesis"] = dict(counter.failure)
             raise
         ev["examples"] = counter.examples
+        ev["anchors"] = self._anchors_of(item, theorems)
         baseline = time.perf_counter() - started
         try:
             ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
@@ -378,6 +403,32 @@ class ProofSession:
             ("fak_mutants_killed", " ".join(killed)),
         ]
         return res
+
+    def _anchors_of(self, item: pytest.Item, theorems: list[Theorem]) -> dict[str, bool | None]:
+        """Which of its theorems' anchors the witness's own run executed (empty: none
+        measured); read right after that run, so it travels on the witness's report."""
+        if item.nodeid not in self.probe.measured_nodeids:
+            return {}
+        wanted = {item.nodeid: [a for t in theorems for a in t.anchors]}
+        return self.probe.results(wanted)[item.nodeid]
+
+    def _in_flight(self, item: pytest.Item, mutant: str | None, kind: str) -> None:
+        """Mark what the worker is about to run for ``item`` (see :mod:`pytest_fak.crash`)."""
+        if self.recorder is None:
+            return
+        ev: dict[str, Any] = item.stash.get(_EVIDENCE, {})
+        self.recorder.record(
+            {
+                "nodeid": item.nodeid,
+                "theorems": [t for t in item.stash.get(_THEOREMS, ())],
+                "mutant": mutant,
+                "kind": kind,
+                "examples": ev.get("examples"),
+                "anchors": ev.get("anchors") or {},
+                "anchor_mode": self.probe.mode,
+                "witness_fp": None if self.generated is None else self.generated.fingerprint(item),
+            }
+        )
 
     def _run_mutants(
         self, item: pytest.Item, theorems: list[Theorem], baseline: float
@@ -403,28 +454,47 @@ class ProofSession:
             hyp.load_profile(hyp.MUTANT_PROFILE)
         budget = hyp.mutant_settings(getattr(item, "obj", None))
         budget.__enter__()  # the test's own Hypothesis settings, capped like the profile
-        kills = (verdicts.KILLED, TIMEOUT)
+        kills = (verdicts.KILLED, TIMEOUT, verdicts.MEMORY)
+        memory = self.mutant_memory
+        by_memory: list[str] = []
         try:
             for mid in sorted(decls):
                 m = registry.get(mid)
                 if m is None:
                     out[mid] = verdicts.MISSING
                     continue
+                self._in_flight(item, mid, "declared")
                 with self.quarantine.window():
-                    out[mid] = self._under_mutant(item, m)
+                    outcome = self._under_mutant(item, m, memory=memory)
+                # a declared mutant's kill has one word, whatever failed under it
+                if outcome == verdicts.MEMORY:
+                    by_memory.append(mid)
+                    outcome = verdicts.KILLED
+                out[mid] = outcome
             if gen is not None and phase is not None and todo:
                 limit = max(float(self.config.getoption("fak_mutant_timeout")), 10 * baseline)
                 started = time.perf_counter()
                 for g in todo:
+                    self._in_flight(item, g.id, "generated")
                     with self.quarantine.window():
-                        outcome = self._under_mutant(item, g, limit)
+                        outcome = self._under_mutant(item, g, limit, memory)
                     gen["generated"][g.id] = outcome
                 gen["generated_runs"] = len(todo)
                 gen["generated_seconds"] = round(time.perf_counter() - started, 3)
             fresh = {} if gen is None else {g.id: gen["generated"][g.id] for g in todo}
+            oom = [k for k, v in fresh.items() if v == verdicts.MEMORY]
+            if (by_memory or oom) and not self._fits_budget(item, memory):
+                # the real code needs more than the budget: running out says nothing
+                for k in by_memory:
+                    out[k] = verdicts.INCONCLUSIVE
+                for k in oom:
+                    fresh[k] = verdicts.INCONCLUSIVE
+                    if gen is not None:
+                        gen["generated"][k] = verdicts.INCONCLUSIVE
             if verdicts.KILLED in out.values() or any(v in kills for v in fresh.values()):
                 # Control: a kill only counts if the witness passes when re-run unbroken
                 # (its fixtures built again without any mutant).
+                self._in_flight(item, None, "control")
                 try:
                     self._restore_fixtures(item)
                     item.runtest()
@@ -445,6 +515,8 @@ class ProofSession:
                     if gen["generated"][k] in kills:
                         phase.record_kill(theorems, k)
         finally:
+            if self.recorder is not None:
+                self.recorder.clear()
             budget.__exit__(None, None, None)
             if hyp_loaded:
                 hyp.load_profile(hyp.PROFILE)
@@ -452,6 +524,13 @@ class ProofSession:
             with contextlib.suppress(Exception):
                 self._restore_fixtures(item)
         return out, gen
+
+    def _fits_budget(self, item: pytest.Item, memory: int | None) -> bool:
+        """Whether the witness passes without any mutant inside the address-space budget
+        (asked only after a mutant's re-run ran out of it)."""
+        self._in_flight(item, None, "control")
+        with self.quarantine.window():
+            return self._under_mutant(item, _NoMutant(), memory=memory) == verdicts.SURVIVED
 
     @staticmethod
     def _restore_fixtures(item: pytest.Item) -> None:
@@ -461,12 +540,15 @@ class ProofSession:
             rebuild.setup(item)
 
     @staticmethod
-    def _under_mutant(item: pytest.Item, m: Any, limit: float | None = None) -> str:
+    def _under_mutant(
+        item: pytest.Item, m: Any, limit: float | None = None, memory: int | None = None
+    ) -> str:
         """Run the witness once inside mutant ``m``; a mutant that cannot be applied or
         undone is BROKEN, never a kill (an exception there says nothing about the code).
         With a ``limit`` (generated mutants), a run past it is killed by ``timeout`` (the
-        mutant hangs the code). A run Hypothesis refused (a health check, unsatisfiable
-        inputs) is inconclusive, not a kill."""
+        mutant hangs the code). With a ``memory`` budget (bytes), the run's address space
+        is capped and a ``MemoryError`` kills it by ``memory``. A run Hypothesis refused
+        (a health check, unsatisfiable inputs) is inconclusive, not a kill."""
         fresh = rebuild.can_rebuild(item)
         if fresh:
             # the fixtures built without the mutant go; the next ones are built inside it
@@ -481,7 +563,10 @@ class ProofSession:
             return verdicts.BROKEN
         outcome = verdicts.SURVIVED
         try:
-            with deadline(limit) if limit is not None else contextlib.nullcontext():
+            with (
+                deadline(limit) if limit is not None else contextlib.nullcontext(),
+                crash.memory_limit(memory),
+            ):
                 if fresh:
                     # a fixture the mutant breaks is a failure the witness shows (the
                     # control run checks the fixtures build without it)
@@ -498,7 +583,12 @@ class ProofSession:
             # Hypothesis refusing the witness (a health check, no satisfiable input) under
             # the mutant is no counterexample: the property was never checked
             refused = _error_kind(pytest.ExceptionInfo.from_exception(exc))
-            outcome = verdicts.INCONCLUSIVE if refused else verdicts.KILLED
+            if refused:
+                outcome = verdicts.INCONCLUSIVE
+            elif crash.is_memory_error(exc):
+                outcome = verdicts.MEMORY
+            else:
+                outcome = verdicts.KILLED
         if fresh:
             # torn down inside the mutant, as they were built; their errors are not kills
             with contextlib.suppress(Exception):
@@ -533,6 +623,7 @@ class ProofSession:
                         m = registry.get(decl.id)
                         sources[decl.id] = inputs.mutant_source(m.factory) if m else None
                 data["mutant_sources"] = sources
+                data["anchor_mode"] = self.probe.mode
             rep.fak = data  # type: ignore[attr-defined]
         return rep
 
@@ -577,6 +668,9 @@ class ProofSession:
             ev.generated_hits = int(data.get("generated_hits") or 0)
             ev.generated_runs = int(data.get("generated_runs") or 0)
             ev.generated_seconds = float(data.get("generated_seconds") or 0.0)
+            ev.anchors = dict(data.get("anchors") or {})
+            if data.get("anchor_mode"):
+                self.modes.add(str(data["anchor_mode"]))
             if report.failed:
                 failure = {"message": _tail(report.longreprtext)}
                 failure.update(data.get("hypothesis") or {})
@@ -586,15 +680,7 @@ class ProofSession:
             ev.error_kind = "teardown"
             ev.failure = {"message": _tail(report.longreprtext)}
 
-    # ------------------------------------------------------------------ anchors
-    def _wanted(self) -> dict[str, list[Any]]:
-        labels = self.probe.measured_nodeids
-        wanted: dict[str, list[Any]] = {}
-        for item in self.session_items:
-            if item.nodeid in labels:
-                wanted[item.nodeid] = [a for t in self._theorems_of(item) for a in t.anchors]
-        return wanted
-
+    # ------------------------------------------------------------------ xdist
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.session_items = list(session.items)
         if self.generated is not None:
@@ -602,36 +688,46 @@ class ProofSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        out = getattr(node, "workeroutput", {}) or {}
-        for nodeid, row in (out.get("fak_anchors") or {}).items():
-            self.anchor_results[nodeid] = row
-        mode = out.get("fak_anchor_mode")
-        if mode:
-            self.modes.add(mode)
-        self.selection.merge_worker(out)
+        self.selection.merge_worker(getattr(node, "workeroutput", {}) or {})
 
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        # Innermost wrapper: read the anchor lines right after the tests ran.
-        try:
-            return (yield)
-        finally:
-            if self.probe.measured_nodeids:
-                self.local_anchors = self.probe.results(self._wanted())
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Give each worker a "mutant in flight" marker file of its own."""
+        if self.flight_dir is None:
+            self.flight_dir = Path(tempfile.mkdtemp(prefix="fak-flight-"))
+        node.workerinput["fak_flight"] = str(self.flight_dir / f"{node.gateway.id}.json")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        """A worker died running ``crashitem``: keep what its "mutant in flight" marker
+        says the witness did (:func:`pytest_fak.crash.record_crash` has the rule)."""
+        node = getattr(report, "node", None)
+        worker = str(getattr(getattr(node, "gateway", None), "id", "?"))
+        path = (getattr(node, "workerinput", None) or {}).get("fak_flight")
+        flight = crash.read_flight(path) if path else None
+        if flight is not None and flight.get("nodeid") != crashitem:
+            flight = None
+        ids = list(flight.get("theorems") or []) if flight else self.bound.get(crashitem, [])
+        if not ids:
+            return  # not a witness
+        ev = self.evidence.get(crashitem)
+        if ev is None:
+            ev = self.evidence[crashitem] = verdicts.WitnessEvidence(crashitem)
+        self.bound.setdefault(crashitem, ids)
+        crash.record_crash(ev, worker, flight)
+        if flight is not None and flight.get("anchor_mode"):
+            self.modes.add(str(flight["anchor_mode"]))
+        self.crashes.append({"nodeid": crashitem, **(ev.crash or {})})
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        anchors = self.local_anchors
         if self.probe.mode:
             self.modes.add(self.probe.mode)
         if self.is_worker:
             wo = self.config.workeroutput  # type: ignore[attr-defined]
-            wo["fak_anchors"] = anchors
-            wo["fak_anchor_mode"] = self.probe.mode
             wo["fak_deselected"] = self.selection.deselected
             wo["fak_collect_errors"] = self.selection.collect_errors
             return
-        self.anchor_results.update(anchors)
         if self.collect_only:
             self.last_line = "fak: collect only: no verdicts, nothing written"
             return
@@ -642,8 +738,6 @@ class ProofSession:
             why = "collection failed" if self.selection.collect_errors else "the run stopped"
             self.last_line = f"fak: FAILED: no verdicts ({why}); the report is unchanged"
             return
-        for nodeid, ev in self.evidence.items():
-            ev.anchors = dict(self.anchor_results.get(nodeid, {}))
         tvs = self.verdicts()
         self._write_cache()
         report_dir = self._report_dir()
@@ -687,6 +781,7 @@ class ProofSession:
             mutant_examples=self.mutant_examples,
             max_examples=self.max_examples,
             mutate=self.mutate,
+            mutant_memory=self.mutant_memory,
             modes=self.modes,
             pack_nodeids=self.pack_nodeids(),
             git=self.git,
@@ -786,6 +881,11 @@ class ProofSession:
                 f"not run, {run['carried_over']} keep their last verdict (carried over)"
             )
         tr.write_line(report.summary_line(run["summary"], run["not_run"]))
+        for c in self.crashes:
+            under = "outside any mutant (ERROR)"
+            if c["mutant"]:
+                under = f"under mutant {c['mutant']} (counted as killed)"
+            tr.write_line(f"fak: worker {c['worker']} crashed in {c['nodeid']} {under}")
         for p in self.written:
             tr.write_line(f"fak: wrote {report.relpath(p, self.rootpath)}")
         if self.committed is not None:
@@ -797,6 +897,13 @@ class ProofSession:
                 tr.write_line(f"  {line}")
         for line in self.annotations:
             tr.write_line(line)
+
+
+class _NoMutant:
+    """Applies nothing: :meth:`ProofSession._under_mutant` of the real code."""
+
+    def applied(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 class _LastLine:

@@ -75,6 +75,8 @@ class RunInfo:
     selection: list[str]
     #: theorem id → what its verdict depends on (:func:`pytest_fak.inputs.record`)
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: address-space budget of each mutant re-run, in bytes (None: no limit asked for)
+    mutant_memory: int | None = None
 
 
 def relpath(path: str | os.PathLike[str], root: Path) -> str:
@@ -150,6 +152,7 @@ def _fresh(tv: TheoremVerdict, run: RunInfo, date: str) -> dict[str, Any]:
                 "failure": w.failure,
                 "mutants": dict(sorted(w.mutants.items())),
                 "anchors": dict(sorted(w.anchors.items())),
+                "crash": w.crash,
             }
             for w in tv.witnesses
         ],
@@ -262,6 +265,7 @@ def build(
             "max_examples": run.max_examples,
             "generated_mutants": run.mutate,
             "anchor_measurement": sorted(run.modes),
+            "mutant_memory": _memory_env(run.mutant_memory),
         },
         "theorem_dirs": [paths.dir_ref(d, run.rootpath) for d in run.dirs],
         "fail_on": sorted(run.fail_on),
@@ -276,6 +280,15 @@ def build(
         },
         "theorems": theorems,
     }
+
+
+def _memory_env(budget: int | None) -> dict[str, Any]:
+    """The mutant re-runs' address-space budget as enforced here (or why it was not)."""
+    from pytest_fak.crash import memory_limit_unsupported
+
+    why = "no limit asked for (--fak-mutant-memory=off)" if budget is None else None
+    why = why or memory_limit_unsupported()
+    return {"budget_bytes": budget, "enforced": why is None, "why_not": why}
 
 
 def schema_errors(doc: Any, part: str | None = None) -> list[str]:
@@ -320,7 +333,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         "A Hypothesis witness samples its domain (derandomised profile `fak`): it can refute "
         "a theorem, never prove it beyond the examples tried. Skips never count as passes. "
         "ERROR means a witness never tested the code (setup, collection, a Hypothesis "
-        "health check).",
+        "health check) or its worker process died outside any mutant.",
         "",
         _tools_md(doc["environment"]),
         "",
@@ -368,7 +381,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             lines += [f"**WITNESS.** `{t['witness_command']}`", ""]
             for w in t["witnesses"]:
                 ex = f", {w['examples']} examples" if w["examples"] is not None else ""
-                lines.append(f"- `{w['nodeid']}`: {w['outcome']}{ex}")
+                lines.append(f"- `{w['nodeid']}`: {w['outcome']}{ex}{_crash_md(w.get('crash'))}")
             lines.append("")
         else:
             lines += ["**WITNESS.** none bound", ""]
@@ -411,6 +424,17 @@ def render_markdown(doc: dict[str, Any]) -> str:
             if f.get("reproduction"):
                 lines += ["", f"Reproduce with `{f['reproduction']}`"]
     return "\n".join(lines) + "\n"
+
+
+def _crash_md(c: dict[str, Any] | None) -> str:
+    if not c:
+        return ""
+    if c.get("mutant"):
+        return (
+            f"; crashed worker {c['worker']} under mutant `{c['mutant']}` (counted as "
+            "killed; its other mutant re-runs were lost)"
+        )
+    return f"; crashed worker {c['worker']} outside any mutant"
 
 
 def _git_md(git: dict[str, Any]) -> str:

@@ -8,7 +8,10 @@ an anchor was never executed by a passing witness. OPEN: no witness ran, or the
 evidence could not be measured. ERROR: a witness never got to test the code (its
 fixtures failed to set up or tear down, Hypothesis refused it in a health check or
 could not generate its inputs, or its module failed to collect): a witness that never
-ran is not a counterexample, so this is never REFUTED, and never PROVEN either.
+ran is not a counterexample, so this is never REFUTED, and never PROVEN either; a witness
+whose xdist worker died outside any mutant is ERROR too (a dead process cannot tell a
+crash of the code from one of its environment, an OOM kill, a C extension). A mutant
+under which the worker died counts as killed (``crashed``), see :mod:`pytest_fak.crash`.
 SCOPED-OUT: the document declares it. STALE: only ``fak proofs check`` gives it.
 Failure wins (REFUTED before ERROR); a skip is never a pass.
 """
@@ -54,6 +57,11 @@ INCONCLUSIVE = "inconclusive"
 MISSING = "missing"
 #: The mutant itself raised while being applied or undone: it broke nothing it meant to.
 BROKEN = "broken"
+#: A generated mutant's re-run exhausted its address-space budget (``MemoryError``): killed.
+MEMORY = "memory"
+#: The worker process died (segfault, abort) while the mutant was applied: killed (the
+#: witness had passed on the real code in that process just before).
+CRASHED = "crashed"
 
 
 @dataclass
@@ -76,6 +84,9 @@ class WitnessEvidence:
     generated_hits: int = 0
     generated_runs: int = 0
     generated_seconds: float = 0.0
+    #: the witness crashed its xdist worker: ``{"worker", "mutant", "kind"}`` (mutant None:
+    #: outside any mutant); see :meth:`pytest_fak.proof.ProofSession.pytest_handlecrashitem`
+    crash: dict[str, Any] | None = None
 
 
 @dataclass
@@ -93,7 +104,7 @@ def _mutant_rows(t: Theorem, passed: Sequence[WitnessEvidence]) -> list[dict[str
     rows = []
     for m in t.mutants:
         outcomes = {w.nodeid: w.mutants.get(m.id, "not-run") for w in passed}
-        killed_by = sorted(n for n, o in outcomes.items() if o == KILLED)
+        killed_by = sorted(n for n, o in outcomes.items() if o in (KILLED, CRASHED))
         if BROKEN in outcomes.values():
             status = BROKEN  # a mutant that cannot be applied proves nothing, kills or not
             killed_by = []
@@ -134,12 +145,12 @@ def _anchor_rows(t: Theorem, passed: Sequence[WitnessEvidence]) -> list[dict[str
 
 
 #: generated-mutant statuses that count as killed, and as survivors
-GEN_KILLED = (KILLED, "timeout")
+GEN_KILLED = (KILLED, "timeout", MEMORY, CRASHED)
 GEN_SURVIVORS = (SURVIVED, "uncovered")
 
 
 def _generated_status(outcomes: Sequence[str]) -> str:
-    for status in (KILLED, "timeout", BROKEN, SURVIVED):
+    for status in (*GEN_KILLED, BROKEN, SURVIVED):
         if status in outcomes:
             return status
     if outcomes and all(o == "uncovered" for o in outcomes):
@@ -200,12 +211,20 @@ def decide(
     ``generated`` (the theorem's generated mutants, when ``--fak-mutate`` is on) adds
     the mutation score: a survivor that is not waived makes the theorem VACUOUS."""
     tv = _decide(t, witnesses)
-    if generated is None or tv.verdict == SCOPED_OUT:
-        return tv
+    if generated is not None and tv.verdict != SCOPED_OUT:
+        _generated_verdict(t, tv, generated)
+    _crash_reasons(tv)
+    return tv
+
+
+def _generated_verdict(
+    t: Theorem, tv: TheoremVerdict, generated: Sequence[GeneratedMutant]
+) -> None:
+    """Add the mutation score to ``tv``; a survivor that is not waived makes it VACUOUS."""
     passed = [w for w in tv.witnesses if w.outcome == "passed"]
     tv.generated = generated_summary(t, generated, passed)
     if tv.verdict not in (PROVEN, VACUOUS, OPEN) or not passed:
-        return tv
+        return
     g = tv.generated
     if g["survived"]:
         first = ", ".join(s["id"] for s in g["survivors"][:3])
@@ -218,7 +237,6 @@ def decide(
     elif g["other"] and tv.verdict == PROVEN:
         tv.reasons.append(f"{g['other']} generated mutants could not be measured")
         tv.verdict = OPEN
-    return tv
 
 
 def _decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
@@ -236,8 +254,12 @@ def _decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
     errored = [w for w in ws if w.outcome == "error"]
     if errored:
         reasons = [
-            f"witness {w.nodeid} never tested the code ({w.error_kind or 'error'}): "
-            f"{_first_line(w.failure)}"
+            (
+                f"witness {w.nodeid} crashed its worker outside any mutant"
+                if w.error_kind == "crashed"
+                else f"witness {w.nodeid} never tested the code ({w.error_kind or 'error'})"
+            )
+            + f": {_first_line(w.failure)}"
             for w in errored
         ]
         return TheoremVerdict(t, ERROR, reasons, ws, mutants, anchors)
@@ -268,6 +290,20 @@ def _decide(t: Theorem, witnesses: Sequence[WitnessEvidence]) -> TheoremVerdict:
     if unmeasured:
         return TheoremVerdict(t, OPEN, unmeasured, ws, mutants, anchors)
     return TheoremVerdict(t, PROVEN, [], ws, mutants, anchors)
+
+
+def _crash_reasons(tv: TheoremVerdict) -> None:
+    """Name each witness that crashed its worker under a mutant in a verdict that is not
+    PROVEN (its other mutant re-runs and examples are lost, which may be why)."""
+    if tv.verdict in (PROVEN, SCOPED_OUT):
+        return
+    for w in tv.witnesses:
+        c = w.crash
+        if c and c.get("mutant"):
+            tv.reasons.append(
+                f"witness {w.nodeid} crashed worker {c.get('worker')} under mutant "
+                f"{c['mutant']} (counted as killed; its other mutant re-runs were lost)"
+            )
 
 
 def _first_line(failure: dict[str, Any] | None) -> str:

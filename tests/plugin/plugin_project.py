@@ -80,6 +80,17 @@ def make_project(pytester: pytest.Pytester, witness: str = WITNESS_OK, doc: str 
     pytester.makepyfile(test_clamp=witness)
 
 
+def make_small_project(
+    pytester: pytest.Pytester, doc: str, addopts: str = "", **modules: str
+) -> None:
+    """A project of ``modules`` (name → source) and one theorems document ``doc``."""
+    pytester.syspathinsert()
+    pytester.makeini(f"[pytest]\naddopts = -p no:schemathesis {addopts}\n")
+    pytester.makepyfile(**modules)
+    (pytester.path / "theorems").mkdir(exist_ok=True)
+    (pytester.path / "theorems" / "theorems.md").write_text(doc, encoding="utf-8")
+
+
 def verdicts(pytester: pytest.Pytester, report_dir: str = "proofs") -> dict[str, Any]:
     data = json.loads((Path(pytester.path) / report_dir / "verdicts.json").read_text())
     return {t["id"]: t for t in data["theorems"]}

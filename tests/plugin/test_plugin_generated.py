@@ -12,7 +12,7 @@ import pytest
 from pytest_fak.generated import GeneratedMutant, generate
 from tests.plugin import mutation_sample as sample
 
-from .plugin_project import DOC, make_project, verdicts
+from .plugin_project import DOC, make_project, make_small_project, verdicts
 
 SAMPLE = "tests.plugin.mutation_sample"
 
@@ -241,11 +241,7 @@ def test_spin():
 
 
 def test_a_mutant_that_hangs_is_killed_by_its_deadline(pytester: pytest.Pytester) -> None:
-    pytester.syspathinsert()
-    pytester.makeini("[pytest]\naddopts = -p no:schemathesis\n")
-    pytester.makepyfile(spinlib=SPIN_LIB, test_spin=SPIN_TEST)
-    (pytester.path / "theorems").mkdir()
-    (pytester.path / "theorems" / "spin.md").write_text(SPIN_DOC, encoding="utf-8")
+    make_small_project(pytester, SPIN_DOC, spinlib=SPIN_LIB, test_spin=SPIN_TEST)
     result = pytester.runpytest(
         "--fak-theorems", "--fak-mutate=full", "--fak-mutant-timeout=0.3", "--fak-fail-on=none"
     )
