@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from ada_url import URL
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from fak_core import (
@@ -33,6 +33,9 @@ from fak_core.gateway.state import GatewayState
 from fak_core.hosts import url_host
 from pytest_fak.fixtures import serve_app
 from tests.kernel.hostgen import (
+    DENIED_NETS,
+    DENIED_V4,
+    DENIED_V6,
     DENY_ENTRIES,
     SPECIAL,
     bare_of,
@@ -509,3 +512,34 @@ def test_an_ipv6_entry_carrying_an_ipv4_address_denies_that_address(
     dotted = str(ipaddress.IPv4Address(v4))
     value = f"http://{data.draw(ipv4_text(v4), label='v4')}/x"
     assert deny.check(value) == f"egress to {dotted} is a denied address", (entry, value)
+
+
+# An IPv6 address carries an IPv4 address only in the embedding forms (RFC 4291 mapped
+# ::ffff:0:0/96 and compatible ::/96 except :: and ::1, RFC 6052 NAT64 64:ff9b::/96,
+# RFC 3056 6to4 2002::/16): any other address whose last 32 bits spell a denied IPv4
+# address is another host.
+_EMBEDDING = tuple(
+    ipaddress.IPv6Network(n) for n in ("::/96", "::ffff:0:0/96", "64:ff9b::/96", "2002::/16")
+)
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.sampled_from(DENIED_V4), st.just(1) | st.integers(1, 2**96 - 1), st.data())
+def test_an_ipv6_address_carries_ipv4_only_in_the_embedding_forms(
+    v4: str, prefix: int, data: Any
+) -> None:
+    n = prefix << 32 | int(ipaddress.IPv4Address(v4))
+    ip = ipaddress.IPv6Address(n)
+    denied_v6 = [ipaddress.ip_network(e) for e in (*DENIED_V6, *DENIED_NETS) if ":" in e]
+    assume(not any(ip in net for net in (*_EMBEDDING, *denied_v6)) and not ip.is_link_local)
+    value = f"http://[{data.draw(ipv6_text(n), label='v6')}]/"
+    assert HostDenyList(DENY_ENTRIES).check(value) is None, value
+
+
+@pytest.mark.fak_theorem("D2.7")
+@pytest.mark.parametrize("n", [2, 3, 0xFFFF, 0x0A000007, 0xFFFFFFFF])
+def test_an_ipv4_compatible_address_carries_its_ipv4_but_loopback_does_not(n: int) -> None:
+    v4 = str(ipaddress.IPv4Address(n))
+    assert HostDenyList([v4], link_local=False).check(f"http://[::{v4}]/") is not None
+    zero = HostDenyList(["0.0.0.0", "0.0.0.1"], link_local=False)
+    assert zero.check("http://[::1]/") is None and zero.check("http://[::]/") is None
