@@ -170,14 +170,13 @@ def _str_map(doc: Mapping[str, Any], key: str) -> dict[str, str]:
     return dict(value)
 
 
-def _reason(reasons: ReasonRegistry, key: str, name: str) -> str:
+def _reason(reasons: ReasonRegistry, key: str, name: str) -> None:
     try:
         code = reasons.code(name)
     except KeyError as exc:
         raise _fail(key, str(exc.args[0])) from None
     if code == Reason.NONE:
         raise _fail(key, f"NONE is not a refusal reason; valid: {', '.join(reasons.names())}")
-    return name
 
 
 def _regex(key: str, pattern: str) -> None:
@@ -291,8 +290,9 @@ def parse_policy(
         except InvalidSchemaError as exc:
             raise _fail(f"schemas.{tool}", str(exc)) from None
 
-    rate_limit = _rate_limit(doc.get("rate_limit"))
-    screen = _screen(doc.get("screen"))
+    # a table left out is None; a JSON null written for one is a wrong type, not "absent"
+    rate_limit = _rate_limit(doc["rate_limit"]) if "rate_limit" in doc else None
+    screen = _screen(doc["screen"]) if "screen" in doc else None
     safe = _str_list(doc, "safe_sinks") if "safe_sinks" in doc else Policy.safe_sinks
     return Policy(
         version=version,
@@ -459,10 +459,8 @@ def _keys(raw: Any, key: str, valid: tuple[str, ...]) -> dict[str, Any]:
     return raw
 
 
-def _screen(raw: Any) -> ScreenConfig | None:
+def _screen(raw: Any) -> ScreenConfig:
     """The optional ``screen`` table: the result screen's markers and page-out sizes."""
-    if raw is None:
-        return None
     doc = _keys(raw, "screen", _SCREEN_KEYS)
     tools: dict[str, ToolScreen] = {}
     raw_tools = doc.get("tools", {})
@@ -497,8 +495,11 @@ def _tool_screen(t: dict[str, Any], where: str) -> ToolScreen:
     markers = t.get("injection_markers", [])
     if not isinstance(markers, list) or not all(isinstance(m, str) and m for m in markers):
         raise _fail(f"{where}.injection_markers", "expected a list of non-empty strings")
+    page = t.get("page_out_bytes")
+    if page is None and "page_out_bytes" in t:  # left out: the screen's size; null: wrong
+        raise _fail(f"{where}.page_out_bytes", "expected an integer")
     try:
-        return ToolScreen(tuple(markers), t.get("page_out_bytes"))
+        return ToolScreen(tuple(markers), page)
     except ValueError as exc:
         raise _fail(where, str(exc)) from None
 
@@ -530,14 +531,8 @@ def _deny_hosts(doc: Mapping[str, Any]) -> tuple[str, ...]:
     return hosts
 
 
-def _rate_limit(raw: Any) -> RateLimit | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise _fail("rate_limit", "expected a table with max_calls, window_s and key")
-    bad = sorted(set(raw) - {"max_calls", "window_s", "key"})
-    if bad:
-        raise _fail(f"rate_limit.{bad[0]}", "unknown key; valid keys: max_calls, window_s, key")
+def _rate_limit(raw: Any) -> RateLimit:
+    raw = _keys(raw, "rate_limit", ("max_calls", "window_s", "key"))
     cap = raw.get("max_calls")
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
         raise _fail("rate_limit.max_calls", "required, an integer >= 1")

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from ada_url import URL
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from fak_core import (
@@ -33,10 +33,15 @@ from fak_core.gateway.state import GatewayState
 from fak_core.hosts import url_host
 from pytest_fak.fixtures import serve_app
 from tests.kernel.hostgen import (
+    DENIED_NETS,
+    DENIED_V4,
+    DENIED_V6,
     DENY_ENTRIES,
     SPECIAL,
     bare_of,
     denied_target,
+    ipv4_text,
+    ipv6_text,
     nested,
     ordinary_target,
     url_of,
@@ -372,11 +377,17 @@ def test_a_refused_deny_entry_is_quoted_to_80_characters(entry: str, why: str) -
 # IDNA's deviation characters: WHATWG (UTS #46 non-transitional) keeps them, IDNA 2003
 # clients (Python's idna codec: urllib, requests, http.client) map them away. A label
 # drawn with at least one of them, among letters both readings keep as they are.
-_deviation_label = st.lists(
-    st.sampled_from(["a", "b", "e", "r", "t", "\u00df", "\u03c2", "\u03b1", "\u03c3"]),
-    min_size=2,
-    max_size=8,
-).filter(lambda ls: any(c in ("\u00df", "\u03c2") for c in ls)).map("".join)
+_deviation_label = (
+    st.lists(
+        st.sampled_from(
+            ["a", "b", "e", "r", "t", "\u00df", "\u1e9e", "\u03c2", "\u03b1", "\u03c3"]
+        ),
+        min_size=2,
+        max_size=8,
+    )
+    .filter(lambda ls: any(c in ("\u00df", "\u1e9e", "\u03c2") for c in ls))
+    .map("".join)
+)
 
 
 def _idna2003(name: str) -> str:
@@ -398,3 +409,137 @@ def test_a_host_an_idna2003_client_reaches_is_refused_in_either_spelling(
             assert deny.check(value) is not None, (denied, value)
     # and the plain spelling of the reached name is refused by an entry written the other way
     assert HostDenyList([name]).check(f"http://{reached}/") is not None
+
+
+# The joiners (ZWJ, ZWNJ) between Latin letters: WHATWG refuses such a name (CONTEXTJ), so
+# a URL holding one is refused whatever it names, and a deny-list entry holding one is
+# refused at load; IDNA 2003 clients drop them. A bare spelling is read both ways.
+_joined_label = st.tuples(
+    st.text("abert", min_size=1, max_size=4),
+    st.lists(st.sampled_from(["\u200c", "\u200d"]), min_size=1, max_size=2).map("".join),
+    st.text("abert", min_size=1, max_size=4),
+).map("".join)
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(_joined_label, st.sampled_from(["example", "bank"]), st.sampled_from(["de", "gr"]))
+def test_a_name_with_joiners_is_refused_as_the_host_an_idna2003_client_reaches(
+    label: str, middle: str, tld: str
+) -> None:
+    name = f"{label}.{middle}.{tld}"
+    reached = _idna2003(name).lower()  # the joiners dropped: ab.example.de for a\u200db...
+    deny = HostDenyList([reached])
+    for value in (name, f"{name}:8080", f"user@{name}", f"{name}/path"):
+        assert deny.check(value) == f"egress to {reached} is a denied host", value
+    assert deny.check(f"http://{name}/") is not None  # refused whatever it names
+    assert HostDenyList([reached + "x"]).check(name) is None  # no other name is denied
+    with pytest.raises(HostError):
+        HostDenyList([name])
+
+
+# ------------------------------------------------------ every kind of deny-list entry
+# Each entry read from a shuffled list of every kind (a network may come first); the
+# oracle is integer arithmetic on the drawn addresses, not the code under test.
+_one_label = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=6).flatmap(
+    lambda head: st.sampled_from([head, head + "-x", head + "_1", head + "9"])
+)
+_LINK_LOCAL_V4 = 0xA9FE  # 169.254.0.0/16: denied without an entry
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.lists(_one_label, min_size=1, max_size=3, unique=True), st.data())
+def test_a_denied_one_label_name_is_refused_as_a_whole_value(labels: list[str], data: Any) -> None:
+    entries = data.draw(st.permutations([*labels, "198.51.100.0/24", "evil.example"]))
+    kernel = Kernel(Policy(allow=("http_get",), deny_hosts=tuple(entries)))
+    for label in labels:
+        value = "".join(
+            c.upper() if data.draw(st.booleans()) else c for c in label
+        )  # any case: a host name is case-insensitive
+        kind, reason, claim = _decide(kernel, data.draw(nested(value), label="args"))
+        assert (kind, reason) == ("DENY", "EGRESS_BLOCK"), (entries, value)
+        assert claim == f"egress to {label} is a denied host", claim
+    other = data.draw(_one_label.filter(lambda w: w not in labels), label="other word")
+    assert _decide(kernel, {"q": other})[0] == "ALLOW"
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.sampled_from([4, 6]), st.data())
+def test_a_network_entry_denies_every_address_in_it_whatever_its_host_bits(
+    version: int, data: Any
+) -> None:
+    bits = 32 if version == 4 else 128
+    a = data.draw(st.integers(0, 2**bits - 1), label="address in the entry")
+    p = data.draw(st.integers(8 if version == 4 else 16, bits), label="prefix")
+    host = bits - p
+    inside = data.draw(st.booleans(), label="inside")
+    if inside:
+        b = (a >> host << host) | data.draw(st.integers(0, 2**host - 1))
+    else:  # flip one bit of the prefix
+        b = a ^ (1 << data.draw(st.integers(host, bits - 1)))
+    entry = f"{ipaddress.ip_address(a if version == 4 else ipaddress.IPv6Address(a))}/{p}"
+    entries = data.draw(st.permutations([entry, "evil.example", "10.0.0.7"]))
+    deny = HostDenyList(entries)  # host bits set name the network that holds them
+    text = (
+        data.draw(ipv4_text(b), label="b")
+        if version == 4
+        else "[" + data.draw(ipv6_text(b), label="b") + "]"
+    )
+    link_local = (b >> 16 == _LINK_LOCAL_V4) if version == 4 else (b >> 118 == 0xFE80 >> 6)
+    other = version == 4 and b == 0x0A000007
+    expected = inside or link_local or other
+    assert (deny.check(f"http://{text}/x") is not None) == expected, (entries, text)
+    # a name listed after the network is denied too
+    assert deny.check("http://evil.example/") is not None
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(
+    st.integers(2, 2**32 - 1),
+    st.sampled_from(["mapped", "compatible", "nat64", "6to4"]),
+    st.data(),
+)
+def test_an_ipv6_entry_carrying_an_ipv4_address_denies_that_address(
+    v4: int, kind: str, data: Any
+) -> None:
+    v6 = {
+        "mapped": 0xFFFF << 32 | v4,  # RFC 4291 ::ffff:a.b.c.d
+        "compatible": v4,  # RFC 4291 ::a.b.c.d (deprecated)
+        "nat64": 0x64FF9B << 96 | v4,  # RFC 6052 64:ff9b::a.b.c.d
+        "6to4": 0x2002 << 112 | v4 << 80,  # RFC 3056 2002:aabb:ccdd::
+    }[kind]
+    entry = data.draw(ipv6_text(v6, v4_tail=kind != "6to4"), label="entry")
+    deny = HostDenyList([entry], link_local=False)
+    dotted = str(ipaddress.IPv4Address(v4))
+    value = f"http://{data.draw(ipv4_text(v4), label='v4')}/x"
+    assert deny.check(value) == f"egress to {dotted} is a denied address", (entry, value)
+
+
+# An IPv6 address carries an IPv4 address only in the embedding forms (RFC 4291 mapped
+# ::ffff:0:0/96 and compatible ::/96 except :: and ::1, RFC 6052 NAT64 64:ff9b::/96,
+# RFC 3056 6to4 2002::/16): any other address whose last 32 bits spell a denied IPv4
+# address is another host.
+_EMBEDDING = tuple(
+    ipaddress.IPv6Network(n) for n in ("::/96", "::ffff:0:0/96", "64:ff9b::/96", "2002::/16")
+)
+
+
+@pytest.mark.fak_theorem("D2.7")
+@given(st.sampled_from(DENIED_V4), st.just(1) | st.integers(1, 2**96 - 1), st.data())
+def test_an_ipv6_address_carries_ipv4_only_in_the_embedding_forms(
+    v4: str, prefix: int, data: Any
+) -> None:
+    n = prefix << 32 | int(ipaddress.IPv4Address(v4))
+    ip = ipaddress.IPv6Address(n)
+    denied_v6 = [ipaddress.ip_network(e) for e in (*DENIED_V6, *DENIED_NETS) if ":" in e]
+    assume(not any(ip in net for net in (*_EMBEDDING, *denied_v6)) and not ip.is_link_local)
+    value = f"http://[{data.draw(ipv6_text(n), label='v6')}]/"
+    assert HostDenyList(DENY_ENTRIES).check(value) is None, value
+
+
+@pytest.mark.fak_theorem("D2.7")
+@pytest.mark.parametrize("n", [2, 3, 0xFFFF, 0x0A000007, 0xFFFFFFFF])
+def test_an_ipv4_compatible_address_carries_its_ipv4_but_loopback_does_not(n: int) -> None:
+    v4 = str(ipaddress.IPv4Address(n))
+    assert HostDenyList([v4], link_local=False).check(f"http://[::{v4}]/") is not None
+    zero = HostDenyList(["0.0.0.0", "0.0.0.1"], link_local=False)
+    assert zero.check("http://[::1]/") is None and zero.check("http://[::]/") is None

@@ -29,7 +29,7 @@ from fak_core import (
     policy_digest,
 )
 from fak_core.admission import ScreenConfig, ToolScreen
-from fak_core.policy import ToolDecl, policy_to_dict
+from fak_core.policy import ToolDecl, parse_policy, policy_to_dict
 from fak_core.ratelimit import RateLimit
 from fak_core.rules import ArgumentRule
 
@@ -725,6 +725,112 @@ def _sub(key: str, value: st.SearchStrategy[dict[str, Any]]) -> Breaker:
     return brk
 
 
+def _unknown_keys(valid: tuple[str, ...]) -> Callable[[dict[str, Any], Any], str]:
+    """Add keys a table does not have (near misses of its real keys); the error names one."""
+
+    def change(table: dict[str, Any], data: Any) -> str:
+        near = [k.capitalize() for k in valid] + [k + "s" for k in valid] + [k + " " for k in valid]
+        bad = data.draw(st.sets(st.sampled_from([*near, "colour", "x"]), min_size=1, max_size=3))
+        table.update(dict.fromkeys(bad, 1))
+        return "{" + "|".join(sorted(bad)) + "}"
+
+    return change
+
+
+_SCREEN_KEYS = ("injection_markers", "builtin_markers", "page_out_bytes", "tools")
+_TOOL_SCREEN_KEYS = ("injection_markers", "page_out_bytes")
+_BAD_MARKERS = st.sampled_from(["x", 1, True, {"a": "b"}, [""], [1], ["ok now", ""], [["x"]]])
+_BAD_PAGE_OUT = st.sampled_from([0, 1, 255, -1, -(2**40), True, "4096", 4096.0, [4096]])
+
+
+def _unnamed(key: str, bad: st.SearchStrategy[Any]) -> Callable[[dict[str, Any], Any], str]:
+    """Set ``key`` to a bad value whose error names the table holding it."""
+
+    def change(table: dict[str, Any], data: Any) -> str:
+        table[key] = data.draw(bad)
+        return ""
+
+    return change
+
+
+def _some_of(optional: dict[str, st.SearchStrategy[Any]], data: Any) -> dict[str, Any]:
+    """Some of the optional keys of a table, each written with a drawn value or left out."""
+    return {
+        key: data.draw(value)
+        for key, value in optional.items()
+        if data.draw(st.booleans(), label=f"write {key}")
+    }
+
+
+def _valid_screen(data: Any) -> dict[str, Any]:
+    """A valid screen table, any keys left out."""
+    optional = {
+        "injection_markers": st.lists(names.map(lambda n: n + " now"), max_size=2),
+        "builtin_markers": st.just(True),
+        "page_out_bytes": st.sampled_from([256, 4096, 1 << 20]),
+        "tools": st.dictionaries(
+            names, st.fixed_dictionaries({}, optional={"page_out_bytes": st.just(512)}), max_size=2
+        ),
+    }
+    return _some_of(optional, data)
+
+
+def _screen_broken(change: Callable[[dict[str, Any], Any], str]) -> Breaker:
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        table = _valid_screen(data)
+        sub = change(table, data)
+        doc["screen"] = table
+        return f"screen.{sub}" if sub else "screen"
+
+    return brk
+
+
+def _empty_screen_tool(table: dict[str, Any], data: Any) -> str:
+    table["tools"] = {**table.get("tools", {}), "": {}}
+    return "tools"
+
+
+def _screen_tool_broken(change: Callable[[dict[str, Any], Any], str] | None) -> Breaker:
+    """A tool added to the screen's ``tools``: not a table (``change`` None), or a valid
+    entry changed by ``change``."""
+
+    def tool(table: dict[str, Any], data: Any) -> str:
+        if change is None:
+            entry: Any = data.draw(_NOT_A_TABLE | st.just([]))
+            sub = ""
+        else:
+            entry = {"injection_markers": ["do it"]}
+            sub = change(entry, data)
+        name = _tool(table, "tools", data, entry)
+        return f"tools.{name}.{sub}" if sub else f"tools.{name}"
+
+    return _screen_broken(tool)
+
+
+def _rate_limit_broken(sub: str, bad: st.SearchStrategy[Any] | None) -> Breaker:
+    """A valid ``rate_limit`` table with ``sub`` set to ``bad``, left out (``bad`` None:
+    the required ``max_calls``) or, for ``sub`` "", unknown keys added; the error names
+    that sub-key."""
+
+    def brk(doc: dict[str, Any], data: Any) -> str:
+        table: dict[str, Any] = {"max_calls": data.draw(st.integers(1, 9))}
+        for key, value in (("window_s", st.floats(0.5, 9)), ("key", st.just("tool"))):
+            if data.draw(st.booleans(), label=f"write {key}"):
+                table[key] = data.draw(value)
+        if not sub:
+            near = _unknown_keys(("max_calls", "window_s", "key"))(table, data)
+            doc["rate_limit"] = table
+            return "rate_limit." + near
+        if bad is None:
+            del table[sub]
+        else:
+            table[sub] = data.draw(bad)
+        doc["rate_limit"] = table
+        return f"rate_limit.{sub}"
+
+    return brk
+
+
 _BREAKERS: dict[str, Breaker] = {
     **{f"{k}-not-a-list": _list_not_a_list(k) for k in _LISTS},
     **{f"{k}-bad-entry": _list_entry(k, _NOT_A_STRING | st.just("")) for k in _LISTS},
@@ -777,35 +883,34 @@ _BREAKERS: dict[str, Breaker] = {
         "schemas",
         st.sampled_from([{"type": "nope"}, {"minLength": -1}, {"required": "q"}, {"type": 1}]),
     ),
-    "rate_limit-broken": _sub(
-        "rate_limit",
-        st.sampled_from(
-            [
-                {"max_calls": 0},
-                {"max_calls": True},
-                {"window_s": 5},
-                {"max_calls": 2, "window_s": 0},
-                {"max_calls": 2, "key": "user"},
-                {"max_calls": 2, "burst": 1},
-            ]
+    "rate_limit-not-a-table": _top("rate_limit", _NOT_A_TABLE),
+    **{
+        f"rate_limit-{sub}": _rate_limit_broken(sub, bad)
+        for sub, bad in (
+            # max_calls: required, an integer >= 1 (1 is valid: the boundary)
+            ("max_calls", st.sampled_from([0, -1, -(2**40), True, False, 1.5, 2.0, "2", [2]])),
+            ("window_s", st.sampled_from([0, 0.0, -1, -0.5, True, False, "5", [5], {"s": 5}])),
+            ("key", st.sampled_from(["user", "", "TOOL", "trace ", 1, True, ["tool"]])),
         )
-        | _NOT_A_TABLE,
+    },
+    "rate_limit-missing-max_calls": _rate_limit_broken("max_calls", None),
+    "rate_limit-unknown-key": _rate_limit_broken("", None),
+    "screen-not-a-table": _top("screen", _NOT_A_TABLE),
+    "screen-unknown-key": _screen_broken(_unknown_keys(_SCREEN_KEYS)),
+    "screen-injection_markers": _screen_broken(_set("injection_markers", _BAD_MARKERS)),
+    # the screen's own size and flag are checked by ScreenConfig: the error names the table
+    "screen-page_out_bytes": _screen_broken(_unnamed("page_out_bytes", _BAD_PAGE_OUT)),
+    "screen-builtin_markers": _screen_broken(
+        _unnamed("builtin_markers", st.sampled_from([1, 0, "true", [True], {"a": True}]))
     ),
-    "screen-broken": _sub(
-        "screen",
-        st.sampled_from(
-            [
-                {"markers": []},
-                {"page_out_bytes": 10},
-                {"injection_markers": [""]},
-                {"tools": []},
-                {"tools": {"t": {"page_out_bytes": 1}}},
-            ]
-        )
-        | _NOT_A_TABLE,
-    ),
+    "screen-tools-not-a-table": _screen_broken(_set("tools", _NOT_A_TABLE)),
+    "screen-tools-empty-name": _screen_broken(_empty_screen_tool),
+    "screen-tools-entry-not-a-table": _screen_tool_broken(None),
+    "screen-tools-unknown-key": _screen_tool_broken(_unknown_keys(_TOOL_SCREEN_KEYS)),
+    "screen-tools-injection_markers": _screen_tool_broken(_set("injection_markers", _BAD_MARKERS)),
+    # a tool's size is checked by ToolScreen: the error names the tool's table
+    "screen-tools-page_out_bytes": _screen_tool_broken(_unnamed("page_out_bytes", _BAD_PAGE_OUT)),
 }
-
 
 # ------------------------------------------------------------- v2 keys, every breakage
 # Derived from the format (README "Policy v2"), not from the loader: a declaration has a
@@ -961,18 +1066,6 @@ def _approve_without_destinations(decl: dict[str, Any], data: Any) -> str:
     return "approve"
 
 
-def _unknown_keys(valid: tuple[str, ...]) -> Callable[[dict[str, Any], Any], str]:
-    """Add keys a table does not have (near misses of its real keys); the error names one."""
-
-    def change(table: dict[str, Any], data: Any) -> str:
-        near = [k.capitalize() for k in valid] + [k + "s" for k in valid] + [k + " " for k in valid]
-        bad = data.draw(st.sets(st.sampled_from([*near, "colour", "x"]), min_size=1, max_size=3))
-        table.update(dict.fromkeys(bad, 1))
-        return "{" + "|".join(sorted(bad)) + "}"
-
-    return change
-
-
 _DECL_KEYS = ("sink", "destinations", "content", "allow_destinations", "approve")
 _V2_RULE_KEYS = ("tool", "effect", "when", "taint", "priority", "reason", "claim")
 
@@ -988,10 +1081,7 @@ def _valid_v2_rule(data: Any) -> dict[str, Any]:
         "claim": st.sampled_from(["", "too much", "東京"]),
         "reason": st.just("") if effect == "allow" else reasons | st.just(""),
     }
-    for key, value in optional.items():
-        if data.draw(st.booleans(), label=f"write {key}"):
-            rule[key] = data.draw(value)
-    return rule
+    return {**rule, **_some_of(optional, data)}
 
 
 def _v2_rule_broken(change: Callable[[dict[str, Any], Any], str]) -> Breaker:
@@ -1149,6 +1239,77 @@ def test_an_unknown_key_is_refused_with_the_valid_keys_listed(policy: Policy, da
     assert message.endswith("valid keys: " + ", ".join(_FIELDS))
 
 
+def _value_paths(doc: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Every (path, container, key) of a dumped document's tables and lists, not inside a
+    JSON Schema (a schema's own keys are the schema's business, D2.3's `schemas`)."""
+    out: list[tuple[str, Any, Any]] = []
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc)
+    for k, v in items:
+        here = f"{path}[{k}]" if isinstance(doc, list) else f"{path}.{k}" if path else k
+        out.append((here, doc, k))
+        schema = k in ("when",) or path == "schemas"
+        if isinstance(v, (dict, list)) and not schema:
+            out.extend(_value_paths(v, here))
+    return out
+
+
+@pytest.mark.fak_theorem("D2.1", "D2.3")
+@given(policies | v2_policies, st.data())
+def test_a_json_null_anywhere_is_refused_naming_its_key(policy: Policy, data: Any) -> None:
+    # the format has no key whose value may be null (a key left out takes its default);
+    # the error names the key or a table or list that holds it
+    doc = policy_to_dict(policy)
+    paths = _value_paths(doc)
+    # each kind of key as likely as any other (tool names and indices do not count)
+    shapes = sorted({re.sub(r"\[\d+\]", "[]", _shape(p, doc)) for p, _, _ in paths})
+    shape = data.draw(st.sampled_from(shapes), label="kind of key")
+    path, container, key = data.draw(
+        st.sampled_from([t for t in paths if re.sub(r"\[\d+\]", "[]", _shape(t[0], doc)) == shape]),
+        label="null at",
+    )
+    container[key] = None
+    with pytest.raises(PolicyError) as info:
+        load_policy(json.dumps(doc), "json")
+    message = str(info.value)
+    named = message.removeprefix("policy: policy key '").partition("'")[0]
+    assert message.startswith("policy: policy key '"), message
+    assert path == named or path.startswith((named + ".", named + "[")), (path, message)
+
+
+def _shape(path: str, doc: dict[str, Any]) -> str:
+    """``path`` with the names of a table of tools (``deny.x``, ``tools.x``) as ``*``."""
+    for table in ("deny", "sources", "schemas", "tools", "screen.tools"):
+        if path.startswith(table + "."):
+            rest = path[len(table) + 1 :]
+            name = min((rest + ".").split(".")[0], rest.split("[")[0], key=len)
+            return f"{table}.*{rest[len(name) :]}"
+    return path
+
+
+@pytest.mark.fak_theorem("D2.3")
+@pytest.mark.parametrize(
+    ("doc", "key"),
+    [
+        ('{"rate_limit": null}', "rate_limit"),
+        ('{"screen": null}', "screen"),
+        ('{"screen": {"tools": {"t": {"page_out_bytes": null}}}}', "screen.tools.t.page_out_bytes"),
+    ],
+)
+def test_a_json_null_for_a_table_is_not_the_table_left_out(doc: str, key: str) -> None:
+    with pytest.raises(PolicyError, match=rf"^policy: policy key '{re.escape(key)}'"):
+        load_policy(doc, "json")
+
+
+@pytest.mark.fak_theorem("D2.3")
+@pytest.mark.parametrize("key", ["deny", "sources"])
+@pytest.mark.parametrize("name", [1, None, ("t",), ""])
+def test_a_table_of_tools_holds_only_tool_names(key: str, name: Any) -> None:
+    # parse_policy takes a decoded document from Python too, where a key need not be text
+    value = "POLICY_BLOCK" if key == "deny" else "untrusted"
+    with pytest.raises(PolicyError, match=rf"^policy key '{key}': expected a table of tool"):
+        parse_policy({key: {"ok": value, name: value}})
+
+
 @pytest.mark.fak_theorem("D2.1", "D2.3")
 @pytest.mark.parametrize("text", ["[]", "1", '"x"', "true", "null", "[{}]", "1.5"])
 def test_a_document_that_is_not_one_object_is_refused(text: str) -> None:
@@ -1199,3 +1360,42 @@ def test_limits_a_rule_accepts(doc: dict[str, Any], expected: ArgRule) -> None:
     assert load_policy(json.dumps({**doc, "version": "fak-policy/v1"}), "json").arg_rules == (
         expected,
     )
+
+
+@pytest.mark.fak_theorem("D2.3")
+@pytest.mark.parametrize(
+    ("doc", "field", "expected"),
+    [  # the boundaries a table accepts, and its keys left out at the dataclass's defaults
+        ({"rate_limit": {"max_calls": 1}}, "rate_limit", RateLimit(1)),
+        ({"rate_limit": {"max_calls": 3, "window_s": 7}}, "rate_limit", RateLimit(3, 7.0)),
+        (
+            {"rate_limit": {"max_calls": 2**53, "window_s": 5e-324, "key": "global"}},
+            "rate_limit",
+            RateLimit(2**53, 5e-324, "global"),
+        ),
+        ({"screen": {}}, "screen", ScreenConfig()),
+        (
+            {"screen": {"page_out_bytes": 256, "tools": {"t": {}}}},
+            "screen",
+            ScreenConfig(page_out_bytes=256, tools={"t": ToolScreen()}),
+        ),
+        (
+            {"screen": {"tools": {"t": {"page_out_bytes": 256}}}},
+            "screen",
+            ScreenConfig(tools={"t": ToolScreen(page_out_bytes=256)}),
+        ),
+        (
+            {"screen": {"injection_markers": ["stop now"]}},
+            "screen",
+            ScreenConfig(injection_markers=("stop now",)),
+        ),
+        (
+            {"screen": {"builtin_markers": False, "injection_markers": ["stop now"]}},
+            "screen",
+            ScreenConfig(injection_markers=("stop now",), builtin_markers=False),
+        ),
+    ],
+)
+def test_limits_a_table_accepts(doc: dict[str, Any], field: str, expected: Any) -> None:
+    for fmt, text in (("json", json.dumps(doc)), ("toml", tomli_w.dumps(doc))):
+        assert getattr(load_policy(text, fmt), field) == expected
