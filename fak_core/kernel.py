@@ -725,7 +725,7 @@ class Kernel:
         decl = self.policy.tools.get(call.tool)
         if decl is not None and decl.identifiers:
             found = identifier_values(result.payload, decl.identifiers)
-            self.grounding.record_identifiers(call.trace_id, found, "ids:" + call.tool)
+            self.grounding.record_identifiers(call.trace_id, found, call.tool)
 
     def _record_confidential(
         self, call: ToolCall, result: Result, taint: Taint, quarantined: bool

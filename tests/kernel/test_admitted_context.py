@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, Result, Status, ToolCall, ToolDecl, VerdictKind
+from fak_core.grounding import GroundingStore
 from fak_core.taint import Taint
 
 V2 = "fak-policy/v2"
@@ -75,3 +76,47 @@ def test_only_a_result_admitted_trusted_grounds_and_a_quarantined_one_is_no_cont
         # an untrusted result that was admitted is named; a quarantined one never was content
         named = f"untrusted result of {tool}" if not injected else "no content"
         assert named in v.claim, (named, v.claim)
+
+
+@pytest.mark.fak_theorem("C4.6")
+@given(st.sampled_from(("lookup", "user", "system")), st.integers(0, 2))
+def test_a_trusted_tools_result_is_kept_from_its_own_admission(label: str, before: int) -> None:
+    """Trusted context leaves oldest first, and a trusted tool's result is a record of its
+    own: the same text the host recorded earlier (under any label, even one spelt as the
+    tool's name) does not stand for it, so it outlives the texts recorded between them.
+    Every text costs the same and the bound holds three: the oracle is a queue of three."""
+    tool = label if label not in ("user", "system") else "lookup"
+    host_label = label
+    text = "zebra " * 150
+    fill = [(f"fill{i}x " * 128) for i in range(6)]
+    store = GroundingStore(trusted_bytes=3 * 1200, max_bytes=10**6)
+    k = Kernel(
+        Policy(
+            version=V2,
+            allow=(tool, "send"),
+            sources={tool: "trusted_local"},
+            tools={"send": ToolDecl("EGRESS", ("/to",))},
+        ),
+        grounding=store,
+    )
+    k.register_tool(tool, lambda args: text, source="trusted_local")
+    queue: list[str] = []  # the model: the kept records' texts, oldest first
+
+    def record(what: str) -> None:
+        queue.append(what)
+        del queue[:-3]
+
+    k.record_trusted("s", text, host_label)
+    record(text)
+    for i in range(before):
+        k.record_trusted("s", fill[i], "user")
+        record(fill[i])
+    admitted, _ = k.syscall(ToolCall(tool, "{}", "s"))
+    assert admitted.taint == Taint.TRUSTED
+    record(text)
+    for i in range(before, before + 3):
+        k.record_trusted("s", fill[i], "user")
+        record(fill[i])
+        k.ledger.raise_to("s", Taint.TAINTED)
+        v = k.decide(ToolCall("send", json.dumps({"to": "zebra"}), "s"))
+        assert (v.kind == VerdictKind.ALLOW) == (text in queue), (i, queue.count(text), v)
