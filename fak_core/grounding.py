@@ -79,10 +79,11 @@ _IBAN = re.compile(r"^[a-z]{2}[0-9]{2}[a-z0-9]{11,30}+$")
 _RUN_ON = re.compile(r"(?<!\S)([^\s.]++(?:\.[^\s.]++)*?\.[a-z]{2,63}+)\.[A-Z][a-z]++")
 
 
-def _digest(origin: str, text: str) -> bytes:
-    """Which trusted text this is (a session records each text once)."""
+def _digest(origin: str, text: str, person: bytes = b"") -> bytes:
+    """Which trusted text this is (a session records each text once); ``person`` keeps
+    another kind of chunk (a result's identifiers) apart from every text."""
     data = f"{origin}\0{text}".encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return hashlib.blake2b(data, digest_size=16, person=person).digest()
 
 
 def _words(text: str) -> list[str]:
@@ -394,8 +395,9 @@ class GroundingStore:
             keys[key] = None
         if not keys:
             return None
-        # one JSON text names the set unambiguously (any separator could occur in a value)
-        digest = _digest(origin, json.dumps(sorted(keys)))
+        # one JSON text names the set unambiguously (any separator could occur in a value),
+        # hashed apart from every text: no text recorded under the tool's name stands for it
+        digest = _digest(origin, json.dumps(sorted(keys)), b"identifiers")
         return _Chunk(origin, "", frozenset(keys), digest=digest)
 
     def _append(self, trace_id: str, chunk: _Chunk) -> None:

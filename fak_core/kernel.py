@@ -172,6 +172,7 @@ class Kernel:
         #: Per-session confidential values a tainted session's sinks may not carry.
         self.confidential = confidential if confidential is not None else ConfidentialStore()
         self._grounds_results = _grounds(self.policy)
+        self._recorders = self._recorders_for(self.policy)
         self.sink_gate = SinkGate(self.ledger, self.policy, self.grounding, self.confidential)
         self.floor = CapabilityFloor(self.policy, self.reasons)
         self.rules = RuleGate(self.ledger, self.policy.rules, self.reasons)
@@ -196,6 +197,7 @@ class Kernel:
             self.sink_gate.set_policy(policy)
             self.rules.set_rules(policy.rules)
             self._grounds_results = _grounds(policy)
+            self._recorders = self._recorders_for(policy)
             self.screen.set_patterns(policy.secret_patterns)
             self.screen.configure(policy.screen or self._host_screen or ScreenConfig())
             self.policy = policy
@@ -688,24 +690,56 @@ class Kernel:
             self.counters.admitted += 1
         taint = self.sources.result_taint(call, result, quarantined)
         self.ledger.raise_to(call.trace_id, taint)
-        if self._grounds_results and not quarantined:
-            if taint == Taint.TRUSTED:
-                self.grounding.record_trusted(call.trace_id, result.payload, "tool:" + call.tool)
-            else:
-                self.grounding.record_untrusted(call.trace_id, result.payload, call.tool)
-            decl = self.policy.tools.get(call.tool)
-            if decl is not None and result.status == Status.OK:
-                if decl.identifiers:
-                    found = identifier_values(result.payload, decl.identifiers)
-                    self.grounding.record_identifiers(call.trace_id, found, "ids:" + call.tool)
-                if decl.confidential:
-                    found = identifier_values(result.payload, decl.confidential)
-                    # a reading stopped at a bound may have missed a value: fail closed
-                    whole = len(result.payload) <= MAX_RESULT_CHARS and len(found) < MAX_IDENTIFIERS
-                    self.confidential.record(call.trace_id, found, call.tool, whole)
+        for record in self._recorders:  # what the sink gate reads of it, if any
+            record(call, result, taint, quarantined)
         if self._subscribers:
             self._emit(EventKind.QUARANTINE if quarantined else EventKind.ADMIT, call, v, result)
         return (result._replace(taint=taint) if result.taint != taint else result), v
+
+    def _recorders_for(self, policy: Policy) -> tuple[Callable[..., None], ...]:
+        """What :meth:`admit` keeps of each result for the sink gate: nothing unless a
+        declared tool has destinations or content (the only readers of what is kept)."""
+        if not _grounds(policy):
+            return ()
+        return (self._record_words, self._record_identifiers, self._record_confidential)
+
+    def _record_words(
+        self, call: ToolCall, result: Result, taint: Taint, quarantined: bool
+    ) -> None:
+        """An admitted result's text (C4.6): trusted context when its admitted taint is
+        TRUSTED, else untrusted content kept only to name its origin; a quarantined result
+        is not content the session admitted."""
+        if quarantined:
+            return
+        if taint == Taint.TRUSTED:
+            self.grounding.record_trusted(call.trace_id, result.payload, "tool:" + call.tool)
+        else:
+            self.grounding.record_untrusted(call.trace_id, result.payload, call.tool)
+
+    def _record_identifiers(
+        self, call: ToolCall, result: Result, taint: Taint, quarantined: bool
+    ) -> None:
+        """The values at the tool's declared ``identifiers`` in an admitted OK result (C4.9)."""
+        if quarantined or result.status != Status.OK:
+            return
+        decl = self.policy.tools.get(call.tool)
+        if decl is not None and decl.identifiers:
+            found = identifier_values(result.payload, decl.identifiers)
+            self.grounding.record_identifiers(call.trace_id, found, call.tool)
+
+    def _record_confidential(
+        self, call: ToolCall, result: Result, taint: Taint, quarantined: bool
+    ) -> None:
+        """The values at the tool's declared ``confidential`` pointers in an admitted OK
+        result (C4.10), and whether the reading saw all of them."""
+        if quarantined or result.status != Status.OK:
+            return
+        decl = self.policy.tools.get(call.tool)
+        if decl is not None and decl.confidential:
+            found = identifier_values(result.payload, decl.confidential)
+            # a reading stopped at a bound may have missed a value: fail closed
+            whole = len(result.payload) <= MAX_RESULT_CHARS and len(found) < MAX_IDENTIFIERS
+            self.confidential.record(call.trace_id, found, call.tool, whole)
 
     # ------------------------------------------------------------------ sessions
     def taint(self, trace_id: str) -> Taint:

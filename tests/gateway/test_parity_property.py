@@ -45,7 +45,9 @@ from fak_core.events import Event, EventKind
 from fak_core.gateway.app import McpHttpEndpoint, create_app
 from fak_core.gateway.state import GatewayState
 from fak_core.kernel import Kernel
+from fak_core.ledger import MemoryLedger
 from fak_core.reasons import Reason
+from fak_core.statedown import StateUnavailable, register_state_down
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind, frozen_meta
 from fak_core.view import CallView
@@ -599,3 +601,71 @@ def test_explicit_examples_reach_distinct_outcomes() -> None:
             (kernel.kinds.name(v.kind), kernel.reasons.name(v.reason), kernel.kinds.name(sv.kind))
         )
     assert len(seen) >= 8, seen
+
+
+class _WritesFail(MemoryLedger):
+    """A taint store that reads but cannot write once ``down`` is set: what a shared store
+    does when it is full or gone between the decision and the result's admission."""
+
+    down = False
+
+    def raise_to(self, trace_id: str, taint: Taint) -> Taint:
+        if self.down:
+            raise StateUnavailable("the shared state cannot be reached: test store down")
+        return super().raise_to(trace_id, taint)
+
+
+@pytest.mark.fak_theorem("D10.1", "D10.3")
+def test_a_state_store_down_during_a_syscall_is_a_state_down_value_not_a_5xx() -> None:
+    """The second answer that is not the kernel's (whose ``syscall`` raises
+    ``StateUnavailable``: the result's taint cannot be recorded): DENY/STATE_DOWN by
+    ``state`` with the failure as its claim, HTTP 200, the tool's output withheld (status
+    ERROR, empty content, the refusal's reason, disposition and ``by`` in the metadata), with
+    and without the gateway's deadline; the same call answers normally once the store is
+    back."""
+    claim = "the shared state cannot be reached: test store down"
+    verdict = {
+        "kind": "DENY",
+        "reason": "STATE_DOWN",
+        "by": "state",
+        "disposition": "WAIT",
+        "detail": {"claim": claim},
+    }
+    meta = {
+        "verdict": "deny",
+        "kind": "DENY",
+        "reason": "STATE_DOWN",
+        "disposition": "WAIT",
+        "by": "state",
+        "claim": claim,
+        "admit": "denied",
+    }
+    for deadline in (None, 5.0):
+        ledger = _WritesFail()
+        runs: list[Any] = []
+        policy = parse_policy({"version": "fak-policy/v1", "allow": ["lookup"]})
+        kernel = Kernel(policy, ledger=ledger)
+        kernel.register_tool(
+            "lookup", lambda args, runs=runs: runs.append(args) or "the secret plan"
+        )
+        register_state_down(kernel.reasons)
+        state = GatewayState(kernel, decide_timeout=deadline)
+        body = {"tool": "lookup", "arguments": {"q": 1}, "trace_id": "down-1"}
+        try:
+            with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
+                ledger.down = True
+                r = client.post("/v1/fak/syscall", json=body)
+                assert r.status_code == 200, (deadline, r.text)
+                assert r.json() == {
+                    "verdict": verdict,
+                    "result": {"status": "ERROR", "content": "", "meta": meta},
+                    "trace_id": "down-1",
+                }, deadline
+                assert runs == [{"q": 1}]  # the tool ran; its output is what is withheld
+                ledger.down = False
+                ok = client.post("/v1/fak/syscall", json=body).json()
+                assert ok["verdict"] == {"kind": "ALLOW", "by": "floor"}, deadline
+                assert ok["result"]["content"] == "the secret plan"
+        finally:
+            state.close()
+            kernel.close()
