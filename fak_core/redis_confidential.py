@@ -82,7 +82,8 @@ end
 redis.call('ZADD', KEYS[4], redis.call('INCR', KEYS[5]), t)
 local n = tonumber(redis.call('HGET', KEYS[2], '#n'))
 local cap = tonumber(ARGV[6])
-if ARGV[7] == '0' then redis.call('HSET', KEYS[2], '#o', 'd') end
+-- anything but an explicit whole reading is a partial one (fail-closed)
+if ARGV[7] ~= '1' then redis.call('HSET', KEYS[2], '#o', 'd') end
 for i = 8, #ARGV, 3 do
   if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0 then
     if n >= cap then
