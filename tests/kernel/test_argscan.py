@@ -99,9 +99,10 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         else (),
     )
     how, text = draw(carriers(draw(protected_paths())))
-    spelled = [
-        draw(spellings(draw(st.sampled_from(fields)))) for _ in range(draw(st.integers(1, 2)))
-    ]
+    # two spellings or three: the verdict's list of the names it redacted has a separator
+    spelled = draw(
+        st.lists(st.sampled_from(fields).flatmap(spellings), min_size=2, max_size=3, unique=True)
+    )
     subtrees = {
         "path": draw(planted({text: draw(FILLER)} if how == "key" else text)),
         "host": draw(planted(draw(host_plant(single)))),
