@@ -1,8 +1,10 @@
 """The floor reads protected paths, denied hosts and redacted keys in one walk
-(``fak_core.argscan``): with each reading on or off in the policy, every subset of a
-protected path, an argument-rule violation, a denied host and redacted keys decides the
-call as each would alone, in the floor's order, for a tool that writes or not and is
-allowed or not, whatever JSON spelling the arguments come in (D2.4, D2.5, D2.7).
+(``fak_core.argscan``): with each reading and the argument rules on or off in the policy,
+every subset of a protected path, an argument-rule violation, a denied host and redacted
+keys decides the call as each would alone, in the floor's order, for a tool that writes or
+not and is allowed or not, whatever JSON spelling the arguments come in (D2.4, D2.5, D2.7);
+and the walk itself, asked each of its three questions or not, on trees that mix every
+plant at any depth, answers each as its guard alone would (D2.4, D2.5).
 
 The oracle is the generator: it knows what it planted (each plant at a random depth of
 its own subtree, among benign siblings, in random order), which readings are on, whether
@@ -20,6 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fak_core import ArgRule, Kernel, Policy, ToolCall, VerdictKind
+from fak_core.argscan import ArgumentScan
+from fak_core.hosts import HostDenyList
+from fak_core.redact import Redactor
+from fak_core.selfmodify import PathGuard
 from tests.kernel.hostgen import DENY_ENTRIES, bare_of, denied_target, ordinary_target, url_of
 from tests.kernel.test_guards import (
     FIELDS,
@@ -28,7 +34,9 @@ from tests.kernel.test_guards import (
     KEYS,
     _dropped,
     _without,
+    carrier_pairs,
     carriers,
+    path_pairs,
     planted,
     protected_paths,
     spellings,
@@ -77,7 +85,7 @@ PLANTS = ("path", "rule", "host", "redacted")
 def cases(draw: st.DrawFn) -> dict[str, Any]:
     """A policy with each reading on or off, and one drawn value of each plant (nested in
     its own subtree) plus benign company; the test decides every subset of the plants."""
-    on = {r: draw(st.booleans()) for r in ("globs", "hosts", "fields")}
+    on = {r: draw(st.booleans()) for r in ("globs", "hosts", "fields", "rules")}
     single = draw(st.booleans())  # a one-label denied name turns off the letters shortcut
     deny = DENY_ENTRIES if single else tuple(e for e in DENY_ENTRIES if e != "localhost")
     fields = tuple(draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3, unique=True)))
@@ -86,12 +94,15 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         self_modify_globs=GLOBS if on["globs"] else (),
         deny_hosts=deny if on["hosts"] else (),
         redact_fields=fields if on["fields"] else (),
-        arg_rules=tuple(ArgRule(t, RULE_ARG, deny_regex="^forbidden$") for t in TOOLS.values()),
+        arg_rules=tuple(ArgRule(t, RULE_ARG, deny_regex="^forbidden$") for t in TOOLS.values())
+        if on["rules"]
+        else (),
     )
     how, text = draw(carriers(draw(protected_paths())))
-    spelled = [
-        draw(spellings(draw(st.sampled_from(fields)))) for _ in range(draw(st.integers(1, 2)))
-    ]
+    # two spellings or three: the verdict's list of the names it redacted has a separator
+    spelled = draw(
+        st.lists(st.sampled_from(fields).flatmap(spellings), min_size=2, max_size=3, unique=True)
+    )
     subtrees = {
         "path": draw(planted({text: draw(FILLER)} if how == "key" else text)),
         "host": draw(planted(draw(host_plant(single)))),
@@ -137,7 +148,7 @@ def _raw(args: dict[str, Any], mode: int) -> str | bytes:
 def _expected(on: dict[str, bool], plants: tuple[str, ...], write: bool, allowed: bool) -> str:
     if "path" in plants and write and on["globs"]:
         return "DENY/SELF_MODIFY"
-    if "rule" in plants:
+    if "rule" in plants and on["rules"]:
         return "DENY/POLICY_BLOCK"
     if "host" in plants and on["hosts"]:
         return "DENY/EGRESS_BLOCK"
@@ -230,3 +241,106 @@ def test_a_protected_path_decides_before_a_denied_host_and_a_redacted_key(
     for tool, want in (("write_file", "DENY/SELF_MODIFY"), ("get_x", "DENY/EGRESS_BLOCK")):
         v = k.decide(ToolCall(tool, json.dumps(args)))
         assert f"{k.kinds.name(v.kind)}/{k.reasons.name(v.reason)}" == want, (tool, args)
+
+
+def _folded(name: str) -> str:
+    """The oracle's spelling of a field: letters and digits only, lower case."""
+    return "".join(c for c in name.lower() if c not in "-_. ")
+
+
+def _readings(value: Any) -> tuple[list[str], list[str]]:
+    """(every key, every string value) of ``value`` at every depth: a plain recursion."""
+    if isinstance(value, dict):
+        keys, strings = [*value], []
+        for v in value.values():
+            k, t = _readings(v)
+            keys += k
+            strings += t
+        return keys, strings
+    if isinstance(value, list):
+        keys, strings = [], []
+        for v in value:
+            k, t = _readings(v)
+            keys += k
+            strings += t
+        return keys, strings
+    return [], [value] if isinstance(value, str) else []
+
+
+@st.composite
+def mixed_trees(draw: st.DrawFn) -> dict[str, Any]:
+    """A deny list and redacted fields, pools of plants (protected paths and their
+    unprotected twins, denied and ordinary hosts, spellings of redacted and of other
+    fields, clean keys) and several argument trees drawn from them: every plant may stand
+    at any depth, as a key or a value, next to any other, and each pool may be empty."""
+    single = draw(st.booleans())
+    deny = DENY_ENTRIES if single else tuple(e for e in DENY_ENTRIES if e != "localhost")
+    fields = tuple(draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3, unique=True)))
+    paths, twins = [], []
+    for _ in range(draw(st.integers(0, 2))):
+        _, text, twin = draw(carrier_pairs(draw(path_pairs())))
+        paths.append(text)
+        twins.append(twin)
+    denied = draw(st.lists(host_plant(single), max_size=2))
+    ordinary = draw(st.lists(benign_host() | BENIGN, max_size=3))
+    secret = draw(st.lists(st.sampled_from(FIELDS).flatmap(spellings), max_size=3))
+    clean = draw(st.lists(KEYS, min_size=1, max_size=4))
+    key = st.sampled_from([*clean, *secret, *paths, *twins])
+    leaf = st.one_of(
+        FILLER, st.integers(), st.booleans(), st.none(), st.sampled_from([*clean, *secret])
+    )
+    if paths or twins or denied or ordinary:
+        leaf = leaf | st.sampled_from([*paths, *twins, *denied, *ordinary])
+    node = st.recursive(
+        leaf,
+        lambda kids: st.lists(kids, max_size=4) | st.dictionaries(key, kids, max_size=4),
+        max_leaves=12,
+    )
+    trees = draw(st.lists(st.dictionaries(key, node, max_size=5), min_size=1, max_size=4))
+    return {
+        "deny": deny,
+        "fields": fields,
+        "paths": set(paths),
+        "denied": set(denied),
+        "trees": trees,
+        "raw": draw(st.lists(st.integers(0, 3), min_size=len(trees), max_size=len(trees))),
+    }
+
+
+@pytest.mark.fak_theorem("D2.4", "D2.5")
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(mixed_trees())
+def test_the_one_walk_answers_each_guard_as_it_would_alone(case: dict[str, Any]) -> None:
+    """Each of the walk's three answers is the one its guard gives alone, whatever the
+    others find: the oracle reads every key and string by a plain recursion and asks each
+    question apart (a planted protected path, a planted denied host, a key that folds to a
+    redacted field), with each question asked or not. One walk (and its memory of clean
+    keys) serves every tree, twice, as the floor's does every call."""
+    guard = PathGuard(GLOBS)
+    redactor = Redactor(case["fields"])
+    walks = {
+        False: ArgumentScan(guard, None, redactor),
+        True: ArgumentScan(guard, HostDenyList(case["deny"]), redactor),
+    }
+    folded = {_folded(f) for f in case["fields"]}
+    for tree, mode in [*zip(case["trees"], case["raw"], strict=True)] * 2:
+        keys, strings = _readings(tree)
+        path = any(t in case["paths"] for t in keys + strings)
+        host = any(t in case["denied"] for t in strings)
+        secret = any(_folded(k) in folded for k in keys)
+        candidates = guard.candidates(_raw(tree, mode))  # the floor's gate on the raw text
+        for ask_paths, ask_hosts, ask_keys in (
+            (a, b, c) for a in (False, True) for b in (False, True) for c in (False, True)
+        ):
+            globs = candidates if ask_paths else ()
+            glob, why, redacted = walks[ask_hosts].scan(tree, globs, ask_keys)
+            if ask_paths and path:  # a protected path ends the walk: it decides the call
+                assert glob in GLOBS and why is None and not redacted, tree
+                continue
+            assert glob is None, (tree, glob)
+            assert (why is not None) == (ask_hosts and host), (tree, why)
+            # a denied host ends the walk when no path is looked for (none asked, or the
+            # raw text's gate left no glob to look for)
+            stopped = ask_hosts and host and not globs
+            assert redacted == (ask_keys and secret and not stopped), tree
+        assert not {k for k in redactor.clean if _folded(k) in folded}, "a redacted key read clean"

@@ -10,6 +10,7 @@ number), whatever its spelling.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -136,6 +137,7 @@ def test_a_session_past_its_bound_carries_a_secret_on_every_call() -> None:
     assert v.kind == VerdictKind.DENY and "more confidential values" in v.claim
 
 
+@pytest.mark.fak_theorem("D2.8")
 def test_confidential_parses_strictly_and_round_trips() -> None:
     doc = {
         "version": V2,
@@ -145,9 +147,17 @@ def test_confidential_parses_strictly_and_round_trips() -> None:
     policy = parse_policy(doc)
     assert policy.tools["profile"].confidential == ("/Passport Number", "/c/*")
     assert parse_policy(policy_to_dict(policy)) == policy
-    for bad in ("x", ["x"], ["/a", "/a"]):
-        with pytest.raises(PolicyError, match="confidential"):
-            parse_policy({**doc, "tools": {"profile": {"sink": "NONE", "confidential": bad}}})
+    for bad, key in (
+        ("x", "confidential'"),
+        ({"/a": 1}, "confidential'"),
+        (["x"], "confidential[0]'"),
+        (["/a", 1], "confidential[1]'"),
+        (["/a", "/a"], "confidential'"),
+        (["/~2"], "confidential[0]'"),
+    ):  # each refused naming its exact key
+        raw = {"sink": "NONE", "confidential": bad}
+        with pytest.raises(PolicyError, match=re.escape(f"policy key 'tools.profile.{key}")):
+            parse_policy({**doc, "tools": {"profile": raw}})
 
 
 @pytest.mark.fak_theorem("C4.10")

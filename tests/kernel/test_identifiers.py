@@ -182,6 +182,7 @@ def test_a_keys_token_grounds_member_names_and_nothing_else(
     assert _sent(k, value) == (value.casefold() in declared), (value, declared)
 
 
+@pytest.mark.fak_theorem("D2.8")
 def test_identifiers_parse_strictly_and_round_trip() -> None:
     doc = {
         "version": V2,
@@ -204,6 +205,8 @@ def test_identifiers_parse_strictly_and_round_trip() -> None:
         (["/~2"], "identifiers[0]"),
         (["/~keys/x"], "identifiers[0]"),  # ~keys only as the last token
         (["/x/~key"], "identifiers[0]"),
+        (["/a~keys"], "identifiers[0]"),  # ~keys only as a whole token
+        (["/alpha~2/~keys"], "identifiers[0]"),  # what stands before ~keys is checked
     ):
         raw = {"sink": "NONE", "identifiers": bad}
         with pytest.raises(PolicyError, match=key.replace("[", r"\[")):
