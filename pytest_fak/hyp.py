@@ -25,13 +25,23 @@ PROFILE = "fak"
 MUTANT_PROFILE = "fak-mutant"
 
 
-def register_profiles(mutant_examples: int, max_examples: int | None = None) -> None:
-    """Register ``fak`` (derandomised, no database, blob printed) and ``fak-mutant``."""
+def register_profiles(
+    mutant_examples: int, max_examples: int | None = None, parent: str = "default"
+) -> None:
+    """Register ``fak`` (derandomised, no database, blob printed) and ``fak-mutant``.
+
+    ``fak`` inherits what it does not set (``max_examples`` when not given) from the
+    profile named ``parent``, the one active before the plugin's, never from whatever
+    profile happens to be loaded now: a run in the same process (pytester) that left its
+    own ``fak`` loaded must not hand its example count to the next."""
     from hypothesis import HealthCheck, Phase, settings
 
+    if parent in (PROFILE, MUTANT_PROFILE):
+        parent = "default"
     extra: dict[str, Any] = {"max_examples": max_examples} if max_examples else {}
     settings.register_profile(
         PROFILE,
+        settings.get_profile(parent),
         **extra,
         derandomize=True,
         database=None,

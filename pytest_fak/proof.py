@@ -257,7 +257,7 @@ class ProofSession:
         except ImportError:  # pragma: no cover - hypothesis is a dependency
             return
         self._hyp_saved = settings.get_current_profile_name()
-        hyp.register_profiles(self.mutant_examples, self.max_examples)
+        hyp.register_profiles(self.mutant_examples, self.max_examples, self._hyp_saved)
         hyp.load_profile(hyp.PROFILE)
         # Observability's own line tracer is slow on 3.11 and we measure lines ourselves.
         self._obs_cov_saved = obs.OBSERVABILITY_COLLECT_COVERAGE
