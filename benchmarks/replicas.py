@@ -103,10 +103,19 @@ def per_op_us(fn: Callable[[int], Any], n: int, repeat: int) -> float:
     return statistics.median(rounds)
 
 
-def in_process(url: str, n: int, repeat: int) -> None:
+def _memory_and_redis(url: str, policy: Policy) -> tuple[RedisState, dict[str, Kernel]]:
+    """The Redis state at ``url`` (checked) and two kernels under ``policy``: one with the
+    in-memory stores, one with the shared ones."""
     shared = RedisState(url)
     shared.check()
-    kernels = {"memory": Kernel(POLICY), "redis": Kernel(POLICY, **shared_kernel_options(shared))}
+    return shared, {
+        "memory": Kernel(policy),
+        "redis": Kernel(policy, **shared_kernel_options(shared)),
+    }
+
+
+def in_process(url: str, n: int, repeat: int) -> None:
+    shared, kernels = _memory_and_redis(url, POLICY)
     print(f"in process, µs per operation (median of {repeat} rounds of {n}):")
     print(f"  {'':34} {'memory':>9} {'redis':>9} {'extra':>9}")
 
@@ -187,12 +196,7 @@ def decide_rows(
 def grounding(url: str, n: int, repeat: int) -> None:
     """Policy v2's grounded sink: µs per decision and Redis round trips per decision, and
     how a word-sequence check grows with the session's trusted context (linear)."""
-    shared = RedisState(url)
-    shared.check()
-    kernels = {
-        "memory": Kernel(POLICY_V2),
-        "redis": Kernel(POLICY_V2, **shared_kernel_options(shared)),
-    }
+    shared, kernels = _memory_and_redis(url, POLICY_V2)
     sessions = 256
     words = "Please pay the invoice to Dana Reyes at dana@corp.example, thanks. "
     page = "Quarterly numbers; write to eve@evil.example for the details."
@@ -259,12 +263,7 @@ def identifiers_and_confidential(url: str, n: int, repeat: int) -> None:
     are checked for confidential values, with the in-memory and the Redis stores: µs and
     Redis round trips per decision (a short body, a 4 KiB one, one carrying a card), and
     per admission of a result that records both."""
-    shared = RedisState(url)
-    shared.check()
-    kernels = {
-        "memory": Kernel(POLICY_IDS),
-        "redis": Kernel(POLICY_IDS, **shared_kernel_options(shared)),
-    }
+    shared, kernels = _memory_and_redis(url, POLICY_IDS)
     sessions = 256
     rows = [{"recipient": f"Payee {j}", "card": f"4237-4252-7456-{j:04d}"} for j in range(4)]
     payload = json.dumps(rows)
