@@ -267,3 +267,24 @@ def test_fak_max_examples_from_the_ini_file(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nfak_max_examples = many\n")
     result = pytester.runpytest("--fak-theorems")
     result.stderr.fnmatch_lines(["*fak_max_examples*expected a whole number*"])
+
+
+def test_the_fak_profile_never_inherits_a_fak_profile_left_loaded(
+    pytester: pytest.Pytester,
+) -> None:
+    """An earlier run in this process that left its ``fak`` profile loaded (15 examples)
+    must not hand that count to the next run, which has no cap of its own."""
+    from hypothesis import settings
+
+    from pytest_fak import hyp
+
+    before = settings.get_current_profile_name()
+    hyp.register_profiles(10, 15)
+    hyp.load_profile(hyp.PROFILE)
+    try:
+        make_project(pytester)
+        pytester.runpytest("--fak-theorems").assert_outcomes(passed=1)
+    finally:
+        settings.load_profile(before)
+    (w,) = verdicts(pytester)["CL1.1"]["witnesses"]
+    assert w["examples"] >= 50
