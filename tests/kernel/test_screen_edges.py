@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fak_core import Kernel, Policy, ToolCall
+from fak_core import Kernel, Policy, ToolCall, admission
 from fak_core.admission import (
     HeldStore,
     ResultScreen,
@@ -208,3 +208,37 @@ def test_a_stub_is_minted_while_the_last_item_issued_it_is_held(
             last = issuer.get(text)
             held = last is not None and last in items and items[last] == text
             assert store.minted(text) == held, text
+
+
+#: Characters of each class the normal form treats apart, with what each becomes when
+#: hidden characters are deleted and when they are spaces (written out here).
+CLASSES = {
+    "\u0301": ("", ""),  # combining acute accent (Mn): always deleted
+    "\u20dd": ("", ""),  # combining enclosing circle (Me): always deleted
+    "\u200b": ("", " "),  # zero-width space (Cf)
+    "\u00ad": ("", " "),  # soft hyphen (Cf)
+    "\x01": ("", " "),  # a control character (Cc)
+    "\x7f": ("", " "),  # delete (Cc)
+    "\n": ("\n", "\n"),  # a control character that is white space: kept
+    "\x1c": ("\x1c", "\x1c"),  # a separator control that is white space: kept
+    "a": ("a", "a"),
+    "\u0660": ("\u0660", "\u0660"),  # a digit of another script
+}
+
+
+@pytest.mark.fak_theorem("C4.5")
+def test_each_class_of_hidden_character_is_deleted_or_spaced() -> None:
+    # fresh tables: the screen's own fill themselves on first sight of each character
+    for space, column in ((False, 0), (True, 1)):
+        for _ in range(2):  # first sight, then the remembered answer
+            table = admission._Table(space)
+            for ch, wanted in CLASSES.items():
+                assert ch.translate(table) == wanted[column], (repr(ch), space)
+                assert ch.translate(table) == wanted[column], (repr(ch), space)
+
+
+@pytest.mark.fak_theorem("C4.5")
+def test_a_tool_entrys_markers_are_checked_and_named() -> None:
+    _refused(lambda: ToolScreen(injection_markers=("\u200b",)), "injection_markers", "empty")
+    assert ToolScreen(injection_markers=("\uff32\uff4d  -RF",)).injection_markers == ("rm -rf",)
+    assert ToolScreen().page_out_bytes is None
