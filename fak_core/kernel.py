@@ -409,23 +409,35 @@ class Kernel:
         return CallView(call, self.max_args_bytes, self.max_depth)
 
     def decide(self, call: ToolCall) -> Verdict:
-        """Fold the chain over ``call``; the raw verdict (REQUIRE_WITNESS unresolved)."""
-        return self._decide(call, CallView(call, self.max_args_bytes, self.max_depth))
+        """Fold the chain over ``call``; the raw verdict (REQUIRE_WITNESS unresolved).
+
+        The adjudicators that asked (``CallView.on_settle``) are told whether the raw
+        verdict lets the call run: ALLOW, TRANSFORM, an extension kind whose fallback is
+        ALLOW, or a REQUIRE_WITNESS whose other opinions would run once it is confirmed.
+        """
+        view = CallView(call, self.max_args_bytes, self.max_depth)
+        v = self._decide(call, view)
+        if view._settle is not None:
+            kind = v.kind
+            if kind == _WITNESS:
+                after = view.witnessed.after if view.witnessed is not None else None
+                kind = _ALLOW if after is None else after.kind
+            view.settle(self._runs(kind))
+        return v
+
+    def _runs(self, kind: int) -> bool:
+        """Whether a settled verdict of ``kind`` runs the tool (D1.2)."""
+        if kind >= EXTENSION_KIND_MIN:
+            kind = self.kinds.fallback(kind)
+        return kind in (_ALLOW, _TRANSFORM)
 
     def _decide(self, call: ToolCall, view: CallView) -> Verdict:
-        """:meth:`decide` on a fresh ``view`` of ``call``; on a REQUIRE_WITNESS the fold
-        leaves its :class:`~fak_core.fold.Witnessed` (what stands once its claims are
-        confirmed) on ``view.witnessed``."""
+        """The fold over a fresh ``view`` of ``call``, counted and announced; on a
+        REQUIRE_WITNESS the fold leaves its :class:`~fak_core.fold.Witnessed` (what stands
+        once its claims are confirmed) on ``view.witnessed``. The view is not settled
+        here: :meth:`decide` and :meth:`authorize` settle it with what they conclude."""
         start = time.perf_counter_ns()
         v = fold(self._chains.get(call.tool, self._default_chain), view, self.kinds)
-        witnessed: Witnessed | None = view.witnessed  # set by the fold only on a REQUIRE_WITNESS
-        if view._settle is not None:
-            after = witnessed.after if witnessed is not None else None
-            view.settle(
-                v.kind == _ALLOW
-                or v.kind == _TRANSFORM
-                or (v.kind == _WITNESS and (after is None or after.kind == _TRANSFORM))
-            )
         elapsed = time.perf_counter_ns() - start
         c = self.counters
         c.decisions += 1
@@ -542,6 +554,7 @@ class Kernel:
                     self._emit(EventKind.DENY, call, verdict)
         if kind >= EXTENSION_KIND_MIN and self.kinds.fallback(kind) == _ALLOW:
             kind = _ALLOW  # a registered extension kind that declared ALLOW as its fallback
+        view.settle(kind in (_ALLOW, _TRANSFORM))  # after the witness: what runs
         if kind == _TRANSFORM:
             self.counters.transforms += 1
             return call.with_args(verdict.repaired_args or "{}"), verdict, True

@@ -177,6 +177,22 @@ def transform_ignored() -> Any:
     return mock.patch.object(_kernel.Kernel, "authorize", authorize)
 
 
+@mutant("D1.2/settle-before-witness")
+def settle_before_witness() -> Any:
+    """The call's view is settled on the raw verdict, before its witness is asked (the
+    bug): a call its witness refuses keeps what the rate limit reserved for it."""
+    return edited(
+        _kernel.Kernel.authorize,
+        (
+            "    verdict = self._decide(call, view)\n",
+            "    verdict = self._decide(call, view)\n"
+            "    _w = view.witnessed.after if view.witnessed is not None else None\n"
+            "    view.settle(verdict.kind in (_ALLOW, _TRANSFORM) or (verdict.kind == _WITNESS"
+            " and (_w is None or _w.kind == _TRANSFORM)))\n",
+        ),
+    )
+
+
 @mutant("D8/abstain-confirms")
 def abstain_confirms() -> Any:
     """A witness resolver that abstains (or none at all) counts as a confirmation."""
