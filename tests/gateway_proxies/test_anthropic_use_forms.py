@@ -16,6 +16,7 @@ refused provider use takes its result with it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from typing import Any
 
@@ -55,7 +56,7 @@ PAGES = {
 }
 #: the use's input: an object (kept), or a value that is not one (dropped)
 INPUTS: dict[str, Any] = {
-    "object": {"id": 1},
+    "object": {"id": 1, "name": "é", "deep": [{"z": 1, "a": None}]},
     "object-text": '{"id": 1}',
     "array": [1],
     "number": 7,
@@ -184,6 +185,10 @@ def check(use_input: str, provider: str, page: str, stream: bool) -> None:
     assert records["toolu_0"]["admitted"] is kept_use, records
     if not kept_use:
         assert records["toolu_0"]["verdict"]["reason"] == "MALFORMED", records
+    else:  # the digest of an object input: SHA-256 of its canonical JSON
+        obj = INPUTS["object"]
+        canon = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        assert records["toolu_0"]["args_digest"] == "sha256:" + hashlib.sha256(canon).hexdigest()
     assert records["srvtoolu_0"]["admitted"] is provider_kept, records
     [result] = fak["provider_result_admissions"]
     assert result["rewritten"] is (page != "clean"), result

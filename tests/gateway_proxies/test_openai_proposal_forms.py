@@ -64,7 +64,7 @@ _APP = Starlette(
 )
 
 # ----------------------------------------------------------------------------- the calls
-words = st.text("abcdefgh", min_size=1, max_size=5)
+words = st.text("abcdeé✓", min_size=1, max_size=5)
 plain = st.dictionaries(words, st.integers(0, 9) | words, max_size=2)
 
 #: (category, name, arguments as a value or as text that is not a JSON object)
@@ -73,6 +73,7 @@ CALL = st.one_of(
     st.tuples(
         st.just("transform"), st.just("get_user"), plain.map(lambda a: {**a, "password": "p"})
     ),
+    st.tuples(st.just("blank"), st.just("get_user"), st.sampled_from(["", " ", "\n\t"])),
     st.tuples(st.just("deny"), st.sampled_from(["deny_thing", "frobnicate"]), plain),
     st.tuples(st.just("hold"), st.sampled_from(["hold_thing", "hold_bare", "wire_money"]), plain),
     st.tuples(st.just("malformed"), st.just("send_email"), st.sampled_from(["{bad", "[1]"])),
@@ -92,6 +93,8 @@ class Call:
 
     def kept_args(self) -> Any:
         """The arguments the client receives of a kept call, as a value."""
+        if self.cat == "blank":
+            return {}
         assert isinstance(self.args, dict)
         return {k: v for k, v in self.args.items() if k != "password"}
 
@@ -160,7 +163,7 @@ def proposals(ch: Choice) -> list[Call]:
 
 
 def kept(c: Call) -> bool:
-    return c.cat in ("allow", "transform")
+    return c.cat in ("allow", "transform", "blank")
 
 
 NOTE = "All proposed tool calls were refused by the fak kernel: "
@@ -247,7 +250,7 @@ def check_buffered(answer: list[Choice], doc: dict[str, Any]) -> None:
             if survivors:
                 fc = message["function_call"]
                 assert fc["name"] == ch.legacy.name
-                assert json.loads(fc["arguments"]) == ch.legacy.kept_args()
+                assert args_value(fc["arguments"]) == ch.legacy.kept_args()
             else:
                 assert "function_call" not in message
             assert choice_doc["finish_reason"] == ch.client_finish(bool(survivors))
@@ -266,7 +269,7 @@ def check_buffered(answer: list[Choice], doc: dict[str, Any]) -> None:
                 tc.get("type"),
                 tc[tc.get("type", "function")]["name"],
                 tc[tc.get("type", "function")]["extra"],
-                json.loads(
+                args_value(
                     tc[tc.get("type", "function")][
                         "input" if tc.get("type") == "custom" else "arguments"
                     ]
@@ -281,9 +284,15 @@ def check_buffered(answer: list[Choice], doc: dict[str, Any]) -> None:
     check_record(answer, doc["fak"])
 
 
+def args_value(text: str) -> Any:
+    """The value of argument text the client received (blank text is no arguments)."""
+    return json.loads(text) if text.strip() else {}
+
+
 def digest(text: str) -> str:
     """The arguments' digest: SHA-256 of their canonical JSON (sorted keys, no spaces,
-    UTF-8), or of the text itself when it is not JSON."""
+    UTF-8), of the text itself when it is not JSON, of ``{}`` when it is blank."""
+    text = text if text.strip() else "{}"
     try:
         value = json.loads(text)
     except ValueError:
@@ -307,7 +316,8 @@ def check_record(answer: list[Choice], fak: dict[str, Any]) -> None:
         (a["tool_call_id"], a["tool"], a["admitted"], a["choice"]) for a in fak["adjudications"]
     ]
     assert have == want, (have, want)
-    kinds = {"allow": "ALLOW", "transform": "TRANSFORM", "deny": "DENY", "malformed": "DENY"}
+    kinds = {"allow": "ALLOW", "blank": "ALLOW", "transform": "TRANSFORM", "deny": "DENY"}
+    kinds["malformed"] = "DENY"
     for (_, c, _), a in zip(props, fak["adjudications"], strict=True):
         assert a["args_digest"] == digest(c.text()), (a, c)
         held = {"hold_bare": "QUARANTINE", "hold_thing": "QUARANTINE"}
@@ -471,7 +481,7 @@ def check_streamed(answer: list[Choice], cuts: Cuts, text: str, usages: list[int
             if survivors:
                 fc = legacy[ch.index]
                 assert fc["name"] == ch.legacy.name, fc
-                assert json.loads(fc["arguments"]) == ch.legacy.kept_args()
+                assert args_value(fc["arguments"]) == ch.legacy.kept_args()
             else:
                 assert ch.index not in legacy
         else:
@@ -481,7 +491,7 @@ def check_streamed(answer: list[Choice], cuts: Cuts, text: str, usages: list[int
                     tc["id"],
                     tc["type"],
                     tc["function"]["name"],
-                    json.loads(tc["function"]["arguments"]),
+                    args_value(tc["function"]["arguments"]),
                 )
                 for tc in tool_calls.get(ch.index, [])
             ]
@@ -534,7 +544,8 @@ EVERY = [
     Call("allow", "get_user", {"a": 1}, "function", "call_x"),
     Call("transform", "get_user", {"password": "p", "b": "c"}, "", ""),
     Call("deny", "deny_thing", {}, "function", None),
-    Call("allow", "fetch_url", {}, "", 7),
+    Call("allow", "fetch_url", {"é": "✓", "a": [1, {"c": 2, "b": 3}]}, "", 7),
+    Call("blank", "get_user", " ", "function", "call_z"),
     Call("malformed", "send_email", "{bad", "function", "call_y"),
 ]
 CUSTOM = [
