@@ -235,10 +235,12 @@ class _HeldTool:
     complete: bool = False
 
     def arguments(self) -> Any:
+        """The input the kernel decides: the deltas' JSON text, else the start block's
+        input, read as a buffered block's is (null or absent is not an object)."""
         if self.parts:
             text = "".join(self.parts)
             return text if text.strip() else "{}"
-        return _tool_input(self.start_input if self.start_input is not None else {})
+        return _tool_input(self.start_input)
 
 
 @dataclass

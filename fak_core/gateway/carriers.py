@@ -174,8 +174,8 @@ def screen_text(content: Any) -> str:
     """The text the kernel screens of a tool result's content: a string as it is; the
     parts' text when every part is a bare text part (``type``, ``text`` and at most a
     ``cache_control``); otherwise the whole JSON, so nothing a part carries beside its text
-    goes upstream unscreened. A secret (a built-in shape) split across parts is screened
-    whole (:func:`fak_core.gateway.joined.joined_text`)."""
+    goes upstream unscreened. A secret (a built-in shape) split across parts, text or
+    base64 data alike, is screened whole (:func:`fak_core.gateway.joined.joined_text`)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -189,20 +189,28 @@ def screen_text(content: Any) -> str:
     ):
         return "".join(p["text"] for p in content)
     text = json_text(content)
+    parts = content if isinstance(content, list) else []
     # image and document parts carry base64 data: screen what can be read in it too
-    decoded = [
-        base64_text(src["data"], mime if isinstance(mime := src.get("media_type"), str) else None)
-        for p in (content if isinstance(content, list) else ())
-        if isinstance(p, dict)
-        and isinstance(src := p.get("source"), dict)
-        and src.get("type") == "base64"
-        and isinstance(src.get("data"), str)
-    ]
+    decoded = [d for p in parts if (d := _decoded(p)) is not None]
     text = "\n".join([text, *decoded]) if decoded else text
-    # a secret split across parts: read their texts, then every string value, end to end
-    texts = [
-        p["text"]
-        for p in (content if isinstance(content, list) else ())
-        if isinstance(p, dict) and isinstance(p.get("text"), str)
+    # a secret split across parts: read their texts, then what every part reads as (its
+    # text or its decoded data), then every string value, end to end
+    texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    readable = [
+        p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else _decoded(p) or ""
+        for p in parts
     ]
-    return joined_text([text], builtin_secret, [texts, json_strings(content, keys=False)])
+    orders = [texts, readable, json_strings(content, keys=False)]
+    return joined_text([text], builtin_secret, orders)
+
+
+def _decoded(part: Any) -> str | None:
+    """What the screen reads in a part's base64 ``source`` (its text when the media type
+    names text, else its printable runs), or None when it has none."""
+    src = part.get("source") if isinstance(part, dict) else None
+    if not isinstance(src, dict) or src.get("type") != "base64":
+        return None
+    data, mime = src.get("data"), src.get("media_type")
+    if not isinstance(data, str):
+        return None
+    return base64_text(data, mime if isinstance(mime, str) else None)

@@ -190,10 +190,11 @@ def _proposed_from_message(message: dict[str, Any], choice: int) -> list[Propose
 
 
 def _kept_call(original: dict[str, Any], a: Adjudication) -> dict[str, Any]:
-    """A kept tool call as the client receives it: the original, with the kernel's
-    repaired arguments when it transformed them."""
+    """A kept tool call as the client receives it: the original, under the id the
+    gateway's record gives it (the upstream's, or the one minted for a call sent without
+    a usable id), with the kernel's repaired arguments when it transformed them."""
     entry = dict(original)
-    entry.setdefault("id", a.call.id)
+    entry["id"] = a.call.id
     if a.repaired is not None:
         kind = entry.get("type", "function")
         entry[kind] = {**entry[kind], OPENAI_TOOL_CALLS[kind]: a.repaired}
