@@ -144,7 +144,7 @@ def test_a_rung1_catch_names_the_whole_json_path(steps: list[str | int], exact: 
         steps = ["top", *steps]
     registry = SchemaRegistry()
     compiled = registry.register("t", schema)
-    assert registry.get("t") is compiled
+    assert registry.get("t") is compiled and compiled.schema == schema
     lad = Ladder(registry)
     v = lad.adjudicate(CallView(ToolCall("t", json.dumps(instance))))
     path = "$" + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps)
