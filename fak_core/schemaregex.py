@@ -56,10 +56,9 @@ _HOW = (
 class LinearPattern:
     """One schema regex on the linear engine: ``search(text)`` as ECMA-262's ``test``."""
 
-    __slots__ = ("_validator", "pattern")
+    __slots__ = ("_validator",)
 
     def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
         # raises jsonschema_rs.ValidationError if the linear engine cannot compile it
         self._validator = jsonschema_rs.Draft202012Validator(
             {"pattern": pattern}, pattern_options=LINEAR
@@ -167,11 +166,18 @@ def _additional_properties(
         for extra in extras:
             yield from validator.descend(instance[extra], additional, path=extra)
     elif not additional and extras:
-        names = ", ".join(repr(e) for e in extras)
-        if "patternProperties" in schema:
-            yield ValidationError(f"{names} do not match any of the regexes")
-        else:
-            yield ValidationError(f"Additional properties are not allowed ({names} unexpected)")
+        yield ValidationError(_extras_message(extras, schema))
+
+
+def _extras_message(extras: list[str], schema: Mapping[str, Any]) -> str:
+    """``jsonschema``'s message for properties ``additionalProperties: false`` refuses."""
+    names = ", ".join(repr(e) for e in extras)
+    if "patternProperties" in schema:
+        verb = "does" if len(extras) == 1 else "do"
+        patterns = ", ".join(repr(p) for p in sorted(schema["patternProperties"]))
+        return f"{names} {verb} not match any of the regexes: {patterns}"
+    verb = "was" if len(extras) == 1 else "were"
+    return f"Additional properties are not allowed ({names} {verb} unexpected)"
 
 
 #: The keywords whose ``jsonschema`` implementation calls Python's ``re`` on the instance.
