@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -241,6 +242,9 @@ async def test_nothing_reaches_the_server_before_its_decision_is_committed(
             session(proxy) as client,
         ):
             trace = await _trace(client)
+            # every row so far committed (the answer's admission too), so the trigger below
+            # refuses exactly the next decision and nothing before it
+            await anyio.to_thread.run_sync(journal.sync)
             conn = sqlite3.connect(db)
             conn.execute(
                 "CREATE TRIGGER refuse BEFORE INSERT ON decisions "
