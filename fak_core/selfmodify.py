@@ -116,9 +116,11 @@ _SEGMENT = re.compile(
     re.DOTALL,
 )
 _DQ_ESCAPE = re.compile(r'\\([$`"\\\n])')
-# ANSI-C escapes (bash, ksh, zsh; POSIX.1-2024): the named ones, hex, octal, Unicode, ^X.
+# ANSI-C escapes as bash reads them (ksh, zsh and POSIX.1-2024 agree on the common ones):
+# the named ones, hex, octal, Unicode, ^X (``\c\\`` is one control character).
 _ANSI = re.compile(
-    r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.|\Z)", re.DOTALL
+    r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c\\\\|c.|.|\Z)",
+    re.DOTALL,
 )
 _ANSI_NAMED = {
     "n": "\n",
@@ -130,7 +132,12 @@ _ANSI_NAMED = {
     "v": "\v",
     "e": "\x1b",
     "E": "\x1b",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
 }
+_OCTAL = frozenset("01234567")
 # A word as a Windows shell reads it (cmd.exe, PowerShell): quotes group, a backslash is a
 # path separator, not an escape; the operators and the backquote end it, as in POSIX.
 _WIN_WORD = re.compile(r"""(?:[^ \t\r\n'";&|<>()`]++|'[^']*+(?:'|\Z)|"[^"]*+(?:"|\Z))++""")
@@ -138,24 +145,50 @@ _WIN_WORD = re.compile(r"""(?:[^ \t\r\n'";&|<>()`]++|'[^']*+(?:'|\Z)|"[^"]*+(?:"
 _NESTED = re.compile(r"""[ \t\r\n'"\\;&|<>()`]""")
 
 
-def _ansi_char(m: re.Match[str]) -> str:
-    e = m.group(1)
-    if not e:
-        return "\\"
-    head = e[0]
-    if head in "xuU" and len(e) > 1:
+def _utf8(n: int) -> bytes:
+    """``n`` as bash writes a ``\\u`` or ``\\U`` escape (in a UTF-8 locale): UTF-8 in its
+    original form (RFC 2279, up to six bytes, surrogates included), nothing from 2**31."""
+    if n < 0x80:
+        return bytes((n,))
+    if n >> 31:
+        return b""
+    size = 2
+    while n >> (5 * size + 1):
+        size += 1
+    tail = [0x80 | (n >> 6 * i) & 0x3F for i in reversed(range(size - 1))]
+    return bytes(((0xFF00 >> size) & 0xFF | n >> 6 * (size - 1), *tail))
+
+
+def _ansi_bytes(e: str) -> bytes:
+    """The bytes bash writes for the escape ``\\e`` of an ANSI-C string."""
+    head = e[:1]
+    if head in ("x", "u", "U") and len(e) > 1:
         n = int(e[1:], 16)
-        return chr(n) if n <= 0x10FFFF else ""
-    if head in "01234567":
-        return chr(int(e, 8))
-    if head == "c" and len(e) == 2:
-        return chr(ord(e[1]) & 31)
-    return _ANSI_NAMED.get(e, e)
+        return bytes((n,)) if head == "x" else _utf8(n)
+    if head in _OCTAL:
+        return bytes((int(e, 8) & 0xFF,))  # bash keeps the low byte: \457 is "/"
+    if head == "c" and len(e) > 1:
+        if e[1] == "?":
+            return b"\x7f"
+        first = e[1].encode("utf-8", "surrogatepass")  # bash reads one byte
+        return bytes((first[0] & 31,)) + first[1:]
+    # an unknown escape (and \x, \u, \c without their argument) keeps its backslash
+    named = _ANSI_NAMED.get(e)
+    return ("\\" + e if named is None else named).encode("utf-8", "surrogatepass")
 
 
 def ansi_c(body: str) -> str:
-    """The text of the ANSI-C quoted string ``$'body'``."""
-    return _ANSI.sub(_ansi_char, body)
+    """The text of the ANSI-C quoted string ``$'body'`` as bash reads it in a UTF-8 locale:
+    bytes, which an escaped NUL ends (bash keeps a C string), read as UTF-8 (a byte that
+    is no part of a character as a surrogate escape, as Python reads a file name)."""
+    out = bytearray()
+    pos = 0
+    for m in _ANSI.finditer(body):
+        out += body[pos : m.start()].encode("utf-8", "surrogatepass")
+        out += _ansi_bytes(m.group(1))
+        pos = m.end()
+    out += body[pos:].encode("utf-8", "surrogatepass")
+    return bytes(out).partition(b"\0")[0].decode("utf-8", "surrogateescape")
 
 
 def _unquote(segment: re.Match[str]) -> str:
@@ -239,10 +272,11 @@ class Gated:
         self.spaced = not self.prog.simple or _SPLIT.search(glob) is not None
         # An option's value or an assignment (``--out=p``, ``of=p``, ``C:p``, ``-op``) is a
         # path of its own: '=' and ':' also end a part, and so does a leading ``-x``. Only
-        # where that cannot undo a match: a glob without the character, '?' or a class
-        # (whose match of it '/' would not replace), and, for the option, one that starts
-        # with a literal other than '-' (which no match can start with the option).
-        plain = "?" not in glob and "[" not in glob
+        # where that cannot undo a match: a glob without the character or a class (whose
+        # match of it '/' would not replace; '?' and '*' match '/' as they match '='), and,
+        # for the option, one that starts with a literal other than '-' (which no match can
+        # start with the option).
+        plain = "[" not in glob
         self.seps = tuple(c for c in "=:" if plain and c not in glob)
         self.cut = glob[:1] not in ("", "-", "*", "?", "[", "\\")
 
