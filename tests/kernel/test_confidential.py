@@ -97,14 +97,17 @@ def test_a_tainted_sink_never_carries_a_confidential_value(
         expected = "/extra" if where in ("nested", "key") else "/" + where
         # C4.3: the sink and the flow in the metadata and the claim; C4.10: the claim
         # names the top-level argument and the tool the value came from, never the value
-        assert dict(verdict.meta) == {
-            "ifc_sink": "EGRESS",
-            "ifc_flow": "tainted",
-            "ifc_confidential": expected,
-        }
+        # a spelling can also read as a destination the session never grounded (digits
+        # and dots make a WHATWG IPv4 host: "00.00.00.10"): C4.6 refuses it first, at the
+        # same argument, which keeps the value off the sink just the same
+        meta = dict(verdict.meta)
+        why = "ifc_ungrounded" if "ifc_ungrounded" in meta else "ifc_confidential"
+        assert meta == {"ifc_sink": "EGRESS", "ifc_flow": "tainted", why: expected}
         claim = verdict.claim
         assert "EGRESS" in claim and "tainted" in claim, claim
-        assert expected in claim and "profile" in claim and value not in claim, claim
+        assert expected in claim and value not in claim, claim
+        if why == "ifc_confidential":
+            assert "profile" in claim, claim
 
 
 @pytest.mark.fak_theorem("C4.10")
