@@ -81,9 +81,16 @@ _RUN_ON = re.compile(r"(?<!\S)([^\s.]++(?:\.[^\s.]++)*?\.[a-z]{2,63}+)\.[A-Z][a-
 
 def _digest(origin: str, text: str, person: bytes = b"") -> bytes:
     """Which trusted text this is (a session records each text once); ``person`` keeps
-    another kind of chunk (a result's identifiers) apart from every text."""
-    data = f"{origin}\0{text}".encode("utf-8", "surrogatepass")
+    another kind of chunk (a result's identifiers) apart from every text. The pair is
+    written as one JSON array, so no origin and text pair reads as another (a separator
+    could occur in either)."""
+    data = json.dumps([origin, text]).encode("ascii")
     return hashlib.blake2b(data, digest_size=16, person=person).digest()
+
+
+def _specials_cost(specials: frozenset[tuple[str, str]]) -> int:
+    """What a chunk's index costs: each canonical form's UTF-8 bytes plus 48."""
+    return sum(len(s[1].encode("utf-8", "surrogatepass")) + 48 for s in specials)
 
 
 def _words(text: str) -> list[str]:
@@ -404,7 +411,7 @@ class GroundingStore:
         """Add one trusted chunk under the session's byte bound (oldest chunks leave)."""
         specials, digest = chunk.specials, chunk.digest
         text_cost = len(chunk.text.encode("utf-8", "surrogatepass"))
-        cost = text_cost + sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+        cost = text_cost + _specials_cost(specials) + _OVERHEAD
         chunk.cost = cost
         with self._lock:
             s = self._session(trace_id)

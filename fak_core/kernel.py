@@ -772,12 +772,19 @@ class Kernel:
         """Record the user's (or the system's) own words for the session: destinations
         that appear in them are grounded (:mod:`fak_core.grounding`). Only the host may
         call this, with text the model did not write; it never lowers the taint mark."""
-        self.grounding.record_trusted(trace_id, text, origin)
+        self.grounding.record_trusted(trace_id, text, _host_origin(origin))
 
     def record_trusted_many(self, trace_id: str, items: list[tuple[str, str]]) -> None:
         """:meth:`record_trusted` for each ``(origin, text)``, in order (one round trip
         with a shared store)."""
-        self.grounding.record_trusted_many(trace_id, items)
+        self.grounding.record_trusted_many(trace_id, [(_host_origin(o), t) for o, t in items])
+
+
+def _host_origin(origin: str) -> str:
+    """The store's label of a text the host records: apart from every label the kernel
+    gives a trusted tool's result (``tool:<name>``), so no text the host recorded, under
+    any label, stands for a tool's result (each is a record of its own, C4.6)."""
+    return "host:" + origin
 
 
 def _grounds(policy: Policy) -> bool:

@@ -37,6 +37,7 @@ from fak_core.grounding import (
     GroundingStore,
     _digest,
     _scan,
+    _specials_cost,
     canonical_value,
 )
 from fak_core.ratelimit import BY, RateLimit, RateLimiter
@@ -552,7 +553,7 @@ class RedisGroundingStore(GroundingStore):
         for digest, text in reversed(chunks.items()):
             words, specials = _scan(text)
             cost = len(words.encode("utf-8", "surrogatepass"))
-            cost += sum(len(s[1]) + 48 for s in specials) + _OVERHEAD
+            cost += _specials_cost(specials) + _OVERHEAD
             if cost > self.trusted_bytes:
                 words, specials = "", frozenset()
             picked.append([digest, words, _framed(specials, True), cost])
@@ -570,7 +571,7 @@ class RedisGroundingStore(GroundingStore):
         chunk = self._identifier_chunk(values, origin)
         if chunk is None:
             return
-        cost = sum(len(s[1]) + 48 for s in chunk.specials) + _OVERHEAD
+        cost = _specials_cost(chunk.specials) + _OVERHEAD
         args = [chunk.digest.hex(), chunk.text, _framed(chunk.specials, True), cost]
         limits = [self.trusted_bytes, self.max_bytes]
         self.state.run(self._trusted, self._keys(trace_id), [*self._head(trace_id), *limits, *args])

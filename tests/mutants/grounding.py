@@ -13,8 +13,10 @@ from fak_core.grounding import GroundingStore
 from fak_core.policy import Policy, ToolDecl
 from fak_core.sinks import SinkGate
 from pytest_fak import mutant
+from tests.mutants.sourcepatch import edited
 
 _grounding = importlib.import_module("fak_core.grounding")
+_kernel_mod = importlib.import_module("fak_core.kernel")
 _user_words = importlib.import_module("fak_core.gateway.user_words")
 _sinks = importlib.import_module("fak_core.sinks")
 _real_set_policy = SinkGate.set_policy
@@ -313,3 +315,35 @@ def taint_condition_ignored() -> Any:
         )
 
     return mock.patch.object(_rules.RuleGate, "set_rules", set_rules)
+
+
+@mutant("C4.6/special-cost-in-characters")
+def special_cost_in_characters() -> Any:
+    """A chunk's index is sized by its canonical forms' characters, not their UTF-8 bytes
+    (the original accounting): a text of non-ASCII words costs less than it holds."""
+    return edited(
+        _grounding._specials_cost,
+        ('len(s[1].encode("utf-8", "surrogatepass")) + 48', "len(s[1]) + 48"),
+    )
+
+
+@mutant("C4.6/ambiguous-text-digest")
+def ambiguous_text_digest() -> Any:
+    """A trusted text is named by its origin and text joined with a NUL (the original
+    digest): ``("user\\0x", "y")`` and ``("user", "x\\0y")`` are one text, the second never
+    recorded."""
+    return edited(
+        _grounding._digest,
+        (
+            'json.dumps([origin, text]).encode("ascii")',
+            'f"{origin}\\0{text}".encode("utf-8", "surrogatepass")',
+        ),
+    )
+
+
+@mutant("C4.6/host-label-stands-for-tool")
+def host_label_stands_for_tool() -> Any:
+    """The host's labels share the kernel's namespace (the original): a text the host
+    recorded under ``tool:<name>`` stands for that trusted tool's result, which is then
+    never a record of its own and leaves with the host's."""
+    return edited(_kernel_mod._host_origin, ('return "host:" + origin', "return origin"))
