@@ -246,6 +246,8 @@ def test_reopening_finishes_every_interrupted_rotation_of_the_series(tmp_path: P
     _decide(path, ["b1", "b2"])  # reopening cut rows 1..3 and linked FILE.1
     assert _traces([path]) == ["b1", "b2"]
     _copy(path, two)  # the second rotation, killed before its cut
+    Journal(path).close()  # opening alone finishes it, before any row is recorded
+    assert _traces([path]) == []
     _decide(path, ["c1"])
     assert _traces([path]) == ["c1"]
     _decide(path, ["d1"])  # nothing left to finish: a plain reopen
