@@ -292,6 +292,14 @@ def _step_resolve(st: _State, workspace: Resolver | str | Path) -> dict[str, Any
     }
 
 
+def _source_digest(flow: Flow) -> str:
+    """The digest of the flow as chosen; a flow with no canonical form fails the step."""
+    try:
+        return digest(flow_to_dict(flow))
+    except CanonicalError as exc:
+        raise _Failed([Finding("UNCANONICAL", "flow", str(exc))]) from None
+
+
 def _step_determine(st: _State) -> dict[str, Any]:
     src = st.source
     assert st.resolver is not None
@@ -300,7 +308,7 @@ def _step_determine(st: _State) -> dict[str, Any]:
         st.origin = {
             "kind": "existing",
             "version": src.version,
-            "source_digest": digest(flow_to_dict(st.flow)),
+            "source_digest": _source_digest(st.flow),
         }
         return {"origin": st.origin, "flow": st.flow.name}
     ctx = GenerationContext(
@@ -351,7 +359,7 @@ def _step_determine(st: _State) -> dict[str, Any]:
     st.origin = {
         "kind": "generated",
         "generator": src.generator,
-        "source_digest": digest(flow_to_dict(flow)),
+        "source_digest": _source_digest(flow),
     }
     return {"origin": st.origin, "flow": flow.name}
 

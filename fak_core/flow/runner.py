@@ -135,7 +135,7 @@ def _content_findings(body: dict[str, Any]) -> list[Finding]:
         ),
         ("policy", snapshot.get("policy") if isinstance(snapshot, dict) else None),
     ):
-        if body.get(key) != want:
+        if key not in body or body[key] != want:  # a missing part is never what is wanted
             out.append(
                 Finding("PLAN_MISMATCH", f"manifest.{key}", f"{key} differs from the snapshot")
             )

@@ -33,6 +33,7 @@ _runner = importlib.import_module("fak_core.flow.runner")
 _task = importlib.import_module("fak_core.flow.task")
 _projection = importlib.import_module("fak_core.flow.projection")
 _flow_pkg = importlib.import_module("fak_core.flow")
+_preflight = importlib.import_module("fak_core.flow.preflight")
 
 
 class _Canonicaliser:
@@ -163,7 +164,30 @@ def requirements_unchecked() -> Any:
     )
 
 
+@mutant("F1.2/missing-part-accepted")
+def missing_part_accepted() -> Any:
+    """A missing part is compared as ``None``, which the unusable requirements expectation
+    also is (the bug: a resealed body without requirements passed, and nothing was fetched)."""
+    return edited(
+        _runner._content_findings,
+        ("        if key not in body or body[key] != want:", "        if body.get(key) != want:"),
+    )
+
+
 # ---------------------------------------------------------------------------------- F1.3
+@mutant("F1.3/uncanonical-flow-crashes")
+def uncanonical_flow_crashes() -> Any:
+    """The determine step digests the flow unguarded (the bug: a flow with no canonical form
+    raised ``CanonicalError`` out of preflight, leaving no step results)."""
+    return edited(
+        _preflight._source_digest,
+        (
+            "    try:\n        return digest(flow_to_dict(flow))\n",
+            "    return digest(flow_to_dict(flow))\n    try:\n        pass\n",
+        ),
+    )
+
+
 @mutant("F1.3/resources-first")
 def resources_first() -> Any:
     """The sandbox and task secret are created before preflight runs (released on failure)."""

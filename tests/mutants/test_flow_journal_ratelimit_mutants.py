@@ -13,6 +13,7 @@ import tests.mutants.journal
 import tests.mutants.ratelimit
 from fak_core.flow.compiler import _topological, compile_flow
 from fak_core.flow.manifest import node_entries
+from fak_core.flow.preflight import _source_digest
 from fak_core.flow.runner import _content_findings
 from fak_core.flow.task import launch_task
 from fak_core.journal import Journal
@@ -32,6 +33,7 @@ FUNCTIONS = (
     launch_task,
     node_entries,
     _content_findings,
+    _source_digest,
     Journal.__init__,
     Journal._rotate,
     Journal._cut,
@@ -43,7 +45,7 @@ FUNCTIONS = (
 
 
 def test_the_three_modules_register_their_mutants() -> None:
-    assert len(IDS) == 47
+    assert len(IDS) == 49
     assert {i.split("/")[0] for i in IDS} == {
         "F1.1", "F1.2", "F1.3", "F1.4", "F1.5", "F1.6", "C1.1", "C1.2", "C1.3", "C1.4", "C1.5",
         "D9", "D9.1",
