@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, Reason, Result, Status, ToolCall, ToolDecl, VerdictKind
@@ -64,6 +64,12 @@ FROM_FETCH = "only in the untrusted result of fetch"
     st.sampled_from(["abcdefghij", "zyx", "\u00e9t\u00e9", "q'"]),
     st.booleans(),
 )
+# the cut's edge: a repr of 79, 80 (shown whole) and 81 characters (cut); and the longest
+# value whose origin is looked up (2048 characters)
+@example(77, "abcdefghij", False)
+@example(78, "abcdefghij", True)
+@example(79, "abcdefghij", False)
+@example(2048, "abcdefghij", True)
 def test_a_refusal_names_the_pointer_the_value_and_its_origin(
     length: int, alphabet: str, in_page: bool
 ) -> None:
