@@ -23,8 +23,9 @@ the figures say how many pairs had one to replay.
 ``--table`` runs the v1, v2 and approval policies of every suite in one run and prints
 one Markdown table of the figures (the README's).
 
-``--approve`` uses the policies that hold an ungrounded destination for a human's
-approval (``approve = true``) instead of refusing it: a held call is not allowed, and
+``--approve`` uses the policies that hold for a human's approval what the v2 policies
+refuse (``approve = true``), and also every call that carries content in a session that
+read third-party text (a witness rule): a held call is not allowed, and
 the benchmark also prints how many benign tasks a human's approvals would complete and
 how many attack pairs put a held call in front of that human.
 
@@ -350,10 +351,11 @@ def _table(ns: argparse.Namespace) -> int:
     print(
         "| suite | pairs (with a side-effecting injection) | v1 benign | v1 attack success "
         "| v2 benign | v2 attack success "
-        "| approvals: benign if approved | approvals: pairs holding a call for a human |"
+        "| approvals: benign without a human | approvals: benign if approved "
+        "| approvals: pairs holding a call for a human |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    sums = [0] * 10
+    print("|---|---|---|---|---|---|---|---|---|")
+    sums = [0] * 11
     for name in ns.suite:
         v1, v2, ap = (
             run_suite(name, ns.policies / f"{name}{kind}.toml", ns.adaptive, ns.benchmark_version)
@@ -370,6 +372,7 @@ def _table(ns: argparse.Namespace) -> int:
             v2.benign_total,
             ap.attacks,
             v2.attack_live,
+            ap.benign,
         )
         sums = [a + b for a, b in zip(sums, row, strict=True)]
         _row(name, row)
@@ -379,11 +382,11 @@ def _table(ns: argparse.Namespace) -> int:
 
 
 def _row(name: str, r: tuple[int, ...] | list[int]) -> None:
-    pairs, v1b, v1a, v2b, v2a, apb, aph, tasks, apa, live = r
+    pairs, v1b, v1a, v2b, v2a, apb, aph, tasks, apa, live, apn = r
     print(
         f"| {name} | {pairs} ({live}) | {_pct(v1b, tasks)} | {_pct(v1a, pairs)} "
         f"| {_pct(v2b, tasks)} "
-        f"| {_pct(v2a, pairs)} | {_pct(apb, tasks)} | {_pct(aph, pairs)} "
+        f"| {_pct(v2a, pairs)} | {_pct(apn, tasks)} | {_pct(apb, tasks)} | {_pct(aph, pairs)} "
         f"(attack success {_pct(apa, pairs)}) |"
     )
 

@@ -95,7 +95,8 @@ def explain_sinks(policy: Policy) -> list[str]:
             extra = "; EGRESS too when an argument names a URL, e-mail address or host"
         if decl is not None:
             if decl.approve:
-                extra += "; ungrounded: held for approval"
+                grounds = decl.destinations or decl.content
+                extra += "; ungrounded: held for approval" if grounds else "; held for approval"
             if decl.identifiers:
                 extra += f"; identifiers: {', '.join(decl.identifiers)}"
             if decl.confidential:

@@ -426,8 +426,8 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
         approve = decl.get("approve", False)
         if not isinstance(approve, bool):
             raise _fail(f"{where}.approve", "expected true or false")
-        if approve and not (pointers or content):
-            raise _fail(f"{where}.approve", "needs destinations or content to approve")
+        if approve and sink == NOT_A_SINK:
+            raise _fail(f"{where}.approve", "a tool that is never a sink is never held")
         raw_ids = decl.get("identifiers", [])
         if not isinstance(raw_ids, list):
             raise _fail(f"{where}.identifiers", "expected a list of JSON Pointers into the result")

@@ -295,6 +295,14 @@ def _as_text(item: Any) -> str | None:
     return None
 
 
+def _held(tool: str, claim: str, meta: dict[str, str]) -> Verdict:
+    """A refusal of a tool declared ``approve = true``: held for a human's token."""
+    advice = f"; a human may approve this exact call: fak approve --trace ... --tool {tool}"
+    return Verdict.require_witness(
+        claim + advice, BY, Reason.TRUST_VIOLATION, meta={**meta, "approval": "required"}
+    )
+
+
 @nonblocking
 class SinkGate:
     """The control-plane half of IFC: deny gated sinks on tainted traces."""
@@ -359,20 +367,15 @@ class SinkGate:
                 meta = {"ifc_sink": str(sink), "ifc_flow": flow.label, "ifc_ungrounded": pointer}
                 claim = self._ungrounded_claim(call.trace_id, sink, flow, pointer, value)
             if decl.approve:
-                advice = (
-                    f"; a human may approve this exact call: fak approve --trace ... --tool {tool}"
-                )
-                return Verdict.require_witness(
-                    claim + advice,
-                    BY,
-                    Reason.TRUST_VIOLATION,
-                    meta={**meta, "approval": "required"},
-                )
+                return _held(tool, claim, meta)
             return Verdict.deny(Reason.TRUST_VIOLATION, BY, claim=claim, meta=meta)
         meta = {"ifc_sink": str(sink), "ifc_flow": flow.label}
         claim = f"{sink} sink fed {flow.label} data"
         if sink == UNDECLARED:
             claim = f"undeclared tool {tool} is a sink under strict_sinks, fed {flow.label} data"
+        elif decl is not None and decl.approve:
+            # nothing to ground: no value can vouch for the call, a human may
+            return _held(tool, claim + " (nothing to ground)", meta)
         return Verdict.deny(Reason.TRUST_VIOLATION, BY, claim=claim, meta=meta)
 
     def _gated_class(self, tool: str, decl: ToolDecl | None, view: CallView) -> str | None:

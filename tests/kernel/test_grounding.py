@@ -520,7 +520,7 @@ def test_declarations_override_the_heuristics(
             "tools.x.allow_destinations",
         ),
         ({"version": V2, "strict_sinks": "yes"}, "strict_sinks"),
-        ({"version": V2, "tools": {"x": {"sink": "SPEND", "approve": True}}}, "tools.x.approve"),
+        ({"version": V2, "tools": {"x": {"sink": "NONE", "approve": True}}}, "tools.x.approve"),
         (
             {
                 "version": V2,

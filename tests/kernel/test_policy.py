@@ -119,7 +119,7 @@ tool_decls = st.one_of(
             dests,
             allowed if dests or content else (),
             content,
-            approve and bool(dests or content),
+            approve,
         ),
         all_classes,
         pointers,
@@ -455,9 +455,9 @@ def _left_out(raw: dict[str, Any], record: Any, data: Any, label: str) -> Any:
         st.sets(st.sampled_from(optional)) if optional else st.just(set()), label=label
     )
     result = dataclasses.replace(record, **{k: defaults[k] for k in gone})
-    # an allow-list or an approval needs destinations or content to apply to
+    # an allow-list needs destinations or content to apply to
     bare = isinstance(result, ToolDecl) and not (result.destinations or result.content)
-    if bare and (result.allow_destinations or result.approve):
+    if bare and result.allow_destinations:
         gone -= {"destinations", "content"}
     for k in gone:
         del raw[k]
@@ -916,8 +916,8 @@ _BREAKERS: dict[str, Breaker] = {
 # Derived from the format (README "Policy v2"), not from the loader: a declaration has a
 # sink (a registered class or NONE), destinations and content (lists of distinct RFC 6901
 # pointers), allow_destinations (non-empty strings with a canonical form, only with
-# destinations or content), approve (a boolean, only with destinations or content); a
-# NONE tool has neither destinations nor content. A rule has a tool, an effect, and
+# destinations or content), approve (a boolean, never on a NONE tool); a NONE tool has
+# neither destinations nor content. A rule has a tool, an effect, and
 # optionally when (a JSON Schema), taint, priority (an integer), reason (a refusal reason,
 # not on an allow rule) and claim (a string).
 _NOT_A_POINTER = st.sampled_from(
@@ -948,10 +948,8 @@ def _valid_decl(data: Any) -> dict[str, Any]:
         allowed = data.draw(st.lists(st.sampled_from(["a.example", "x@y.example", "bob"])))
         if allowed or data.draw(st.booleans()):
             decl["allow_destinations"] = allowed
-        if data.draw(st.booleans()):
-            decl["approve"] = data.draw(st.booleans())
-    elif data.draw(st.booleans()):
-        decl["approve"] = False
+    if data.draw(st.booleans()):
+        decl["approve"] = data.draw(st.booleans())
     return decl
 
 
@@ -1058,10 +1056,11 @@ def _approve_not_a_bool(decl: dict[str, Any], data: Any) -> str:
     return "approve"
 
 
-def _approve_without_destinations(decl: dict[str, Any], data: Any) -> str:
+def _approve_on_never_a_sink(decl: dict[str, Any], data: Any) -> str:
     for key in ("destinations", "content", "allow_destinations"):
         if decl.pop(key, None) is not None and data.draw(st.booleans()):
             decl[key] = []
+    decl["sink"] = "NONE"
     decl["approve"] = True
     return "approve"
 
@@ -1158,7 +1157,7 @@ _V2_BREAKERS: dict[str, Breaker] = {  # broken only in a v2 document
     ),
     "tools-allow_destinations-without-destinations": _decl_broken(_allow_without_destinations),
     "tools-approve-not-a-bool": _decl_broken(_approve_not_a_bool),
-    "tools-approve-without-destinations": _decl_broken(_approve_without_destinations),
+    "tools-approve-on-never-a-sink": _decl_broken(_approve_on_never_a_sink),
     "strict_sinks-not-a-bool": _top("strict_sinks", _NOT_A_BOOL),
     "rules-not-a-list": _top("rules", _NOT_A_TABLE.filter(lambda v: v != ["x"])),
     "rules-not-a-table": lambda doc, data: _rule(doc, "rules", data, data.draw(_NOT_A_TABLE)),
