@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -533,18 +534,27 @@ def _deny_hosts(doc: Mapping[str, Any]) -> tuple[str, ...]:
     return hosts
 
 
+_WINDOW = "expected a finite number of seconds > 0"
+
+
 def _rate_limit(raw: Any) -> RateLimit:
     raw = _keys(raw, "rate_limit", ("max_calls", "window_s", "key"))
     cap = raw.get("max_calls")
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
         raise _fail("rate_limit.max_calls", "required, an integer >= 1")
     window = raw.get("window_s", 60.0)
-    if not isinstance(window, (int, float)) or isinstance(window, bool) or not window > 0:
-        raise _fail("rate_limit.window_s", "expected a number of seconds > 0")
+    if not isinstance(window, (int, float)) or isinstance(window, bool):
+        raise _fail("rate_limit.window_s", _WINDOW)
+    try:
+        seconds = float(window)
+    except OverflowError:  # an integer beyond any float (JSON has no bound)
+        raise _fail("rate_limit.window_s", _WINDOW) from None
+    if not 0 < seconds < math.inf:  # NaN and infinity (TOML ``nan``, ``inf``) too
+        raise _fail("rate_limit.window_s", _WINDOW)
     key = raw.get("key", RATE_DEFAULT_KEY)
     if key not in RATE_KEYS:
         raise _fail("rate_limit.key", f"expected one of {', '.join(RATE_KEYS)}, got {key!r}")
-    return RateLimit(cap, float(window), key)
+    return RateLimit(cap, seconds, key)
 
 
 def policy_to_dict(policy: Policy) -> dict[str, Any]:
