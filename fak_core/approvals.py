@@ -162,17 +162,18 @@ class ApprovalResolver:
         if len(token) > MAX_TOKEN_CHARS or not token.startswith(_PREFIX):
             return "not an approval token"
         signed, _, mac = token.rpartition(".")
+        # the MAC first, so nothing an unauthenticated party wrote is decoded (a minted
+        # token is ASCII); and its own text, not its decoding: base64 decoding is lenient
+        # (it ignores stray characters and the last character's spare bits, and reads '+'
+        # as '-'), so comparing decoded bytes would accept other spellings of a token
+        if not token.isascii() or not hmac.compare_digest(
+            mac.encode(), _b64(_mac(self._key, signed)).encode()
+        ):
+            return "the approval token's signature does not match"
         try:
             payload = orjson.loads(_unb64(signed[len(_PREFIX) :]))
         except (ValueError, orjson.JSONDecodeError):
             return "a malformed approval token"
-        # the MAC's own text, not its decoding: base64 decoding is lenient (it ignores
-        # stray characters and the last character's spare bits, and reads '+' as '-'), so
-        # comparing decoded bytes would accept other spellings of a token as that token
-        if not hmac.compare_digest(
-            mac.encode("utf-8", "surrogatepass"), _b64(_mac(self._key, signed)).encode("ascii")
-        ):
-            return "the approval token's signature does not match"
         if not isinstance(payload, dict):
             return "a malformed approval token"
         now = self._clock()

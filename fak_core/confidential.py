@@ -89,22 +89,32 @@ class _Session:
     refused: str = ""
 
 
-def _texts(value: Any) -> list[str]:
-    """Every string and number in ``value`` at any depth (table keys included)."""
-    out: list[str] = []
+def leaves(value: Any) -> list[Any]:
+    """Every string key of a table and every value that is neither a table nor a list, in
+    ``value`` at any depth (the one walk of arguments: :func:`_texts` here, and the sink
+    gate's content strings in :mod:`fak_core.sinks`)."""
+    out: list[Any] = []
     stack = [value]
     while stack:
         v = stack.pop()
-        if type(v) is str:
-            out.append(v)
-        elif type(v) is int or type(v) is float:
-            out.append(repr(v))
-        elif type(v) is dict:
+        if type(v) is dict:
             out.extend(k for k in v if type(k) is str)
             stack.extend(v.values())
         elif type(v) is list:
             stack.extend(v)
+        else:
+            out.append(v)
     return out
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string and number in ``value`` at any depth (table keys included), a number
+    as its ``repr``."""
+    return [
+        v if type(v) is str else repr(v)
+        for v in leaves(value)
+        if type(v) is str or type(v) is int or type(v) is float
+    ]
 
 
 @nonblocking

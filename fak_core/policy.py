@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -381,6 +382,30 @@ def _pointer(key: str, text: Any, keys: bool = False) -> str:
     return text
 
 
+#: the lists of JSON Pointers a tool declaration holds: where a pointer points (for the
+#: refusal of a list that is not one), and what one names (for the refusal of a repeat)
+_POINTER_LISTS = {
+    "destinations": ("", "a destination"),
+    "content": ("", "an argument"),
+    "identifiers": (" into the result", "a result field"),
+    "confidential": (" into the result", "a result field"),
+}
+
+
+def _pointers(decl: dict[str, Any], where: str, field: str, keys: bool = False) -> tuple[str, ...]:
+    """The JSON Pointers (:func:`_pointer`) listed under ``field`` of the declaration at
+    ``where`` (none when absent): refused, the key named, unless a list of distinct ones."""
+    into, item = _POINTER_LISTS[field]
+    key = f"{where}.{field}"
+    raw = decl.get(field, [])
+    if not isinstance(raw, list):
+        raise _fail(key, f"expected a list of JSON Pointers{into}")
+    out = tuple(_pointer(f"{key}[{i}]", d, keys=keys) for i, d in enumerate(raw))
+    if len(set(out)) != len(out):
+        raise _fail(key, f"{item} is listed twice")
+    return out
+
+
 def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
     """The v2 ``tools`` table: tool name -> {sink, destinations, allow_destinations}."""
     if not isinstance(raw, dict):
@@ -395,18 +420,8 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
         valid = (NOT_A_SINK, *classes)
         if sink not in valid:
             raise _fail(f"{where}.sink", f"required, one of {', '.join(valid)}; got {sink!r}")
-        dests = decl.get("destinations", [])
-        if not isinstance(dests, list):
-            raise _fail(f"{where}.destinations", "expected a list of JSON Pointers")
-        pointers = tuple(_pointer(f"{where}.destinations[{i}]", d) for i, d in enumerate(dests))
-        if len(set(pointers)) != len(pointers):
-            raise _fail(f"{where}.destinations", "a destination is listed twice")
-        raw_content = decl.get("content", [])
-        if not isinstance(raw_content, list):
-            raise _fail(f"{where}.content", "expected a list of JSON Pointers")
-        content = tuple(_pointer(f"{where}.content[{i}]", d) for i, d in enumerate(raw_content))
-        if len(set(content)) != len(content):
-            raise _fail(f"{where}.content", "an argument is listed twice")
+        pointers = _pointers(decl, where, "destinations")
+        content = _pointers(decl, where, "content")
         if sink == NOT_A_SINK and content:
             raise _fail(f"{where}.content", "a tool that is never a sink has no content rules")
         allowed = decl.get("allow_destinations", [])
@@ -428,20 +443,8 @@ def _tool_decls(raw: Any, classes: tuple[str, ...]) -> dict[str, ToolDecl]:
             raise _fail(f"{where}.approve", "expected true or false")
         if approve and sink == NOT_A_SINK:
             raise _fail(f"{where}.approve", "a tool that is never a sink is never held")
-        raw_ids = decl.get("identifiers", [])
-        if not isinstance(raw_ids, list):
-            raise _fail(f"{where}.identifiers", "expected a list of JSON Pointers into the result")
-        ids = tuple(
-            _pointer(f"{where}.identifiers[{i}]", d, keys=True) for i, d in enumerate(raw_ids)
-        )
-        if len(set(ids)) != len(ids):
-            raise _fail(f"{where}.identifiers", "a result field is listed twice")
-        raw_conf = decl.get("confidential", [])
-        if not isinstance(raw_conf, list):
-            raise _fail(f"{where}.confidential", "expected a list of JSON Pointers into the result")
-        conf = tuple(_pointer(f"{where}.confidential[{i}]", d) for i, d in enumerate(raw_conf))
-        if len(set(conf)) != len(conf):
-            raise _fail(f"{where}.confidential", "a result field is listed twice")
+        ids = _pointers(decl, where, "identifiers", keys=True)
+        conf = _pointers(decl, where, "confidential")
         out[tool] = ToolDecl(sink, pointers, allowed, content, approve, ids, conf)
     return out
 
@@ -531,18 +534,27 @@ def _deny_hosts(doc: Mapping[str, Any]) -> tuple[str, ...]:
     return hosts
 
 
+_WINDOW = "expected a finite number of seconds > 0"
+
+
 def _rate_limit(raw: Any) -> RateLimit:
     raw = _keys(raw, "rate_limit", ("max_calls", "window_s", "key"))
     cap = raw.get("max_calls")
     if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
         raise _fail("rate_limit.max_calls", "required, an integer >= 1")
     window = raw.get("window_s", 60.0)
-    if not isinstance(window, (int, float)) or isinstance(window, bool) or not window > 0:
-        raise _fail("rate_limit.window_s", "expected a number of seconds > 0")
+    if not isinstance(window, (int, float)) or isinstance(window, bool):
+        raise _fail("rate_limit.window_s", _WINDOW)
+    try:
+        seconds = float(window)
+    except OverflowError:  # an integer beyond any float (JSON has no bound)
+        raise _fail("rate_limit.window_s", _WINDOW) from None
+    if not 0 < seconds < math.inf:  # NaN and infinity (TOML ``nan``, ``inf``) too
+        raise _fail("rate_limit.window_s", _WINDOW)
     key = raw.get("key", RATE_DEFAULT_KEY)
     if key not in RATE_KEYS:
         raise _fail("rate_limit.key", f"expected one of {', '.join(RATE_KEYS)}, got {key!r}")
-    return RateLimit(cap, float(window), key)
+    return RateLimit(cap, seconds, key)
 
 
 def policy_to_dict(policy: Policy) -> dict[str, Any]:

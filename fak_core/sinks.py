@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from fak_core.confidential import ConfidentialStore
+from fak_core.confidential import ConfidentialStore, leaves
 from fak_core.grounding import (
     GroundingStore,
     canonical_value,
@@ -273,18 +273,7 @@ def sink_class(policy: Policy, tool: str, args: Any) -> tuple[str, str]:
 
 def _strings(value: Any) -> list[str]:
     """Every string in ``value`` at any depth (keys of tables included)."""
-    out: list[str] = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is str:
-            out.append(v)
-        elif type(v) is dict:
-            out.extend(k for k in v if type(k) is str)
-            stack.extend(v.values())
-        elif type(v) is list:
-            stack.extend(v)
-    return out
+    return [v for v in leaves(value) if type(v) is str]
 
 
 def _as_text(item: Any) -> str | None:

@@ -15,24 +15,34 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from fak_core.gateway import UpstreamConfig, proxy_routes
 
 from .kernels import make_state
 
-_RAW: dict[str, Any] = {"body": b"", "media": "text/event-stream"}
+#: the raw upstream's answer: its bytes, media type, and whether the connection breaks
+#: after them (``cut``)
+_RAW: dict[str, Any] = {"body": b"", "media": "text/event-stream", "cut": False}
 
 
 async def _answer(request: Request) -> Response:
-    return Response(_RAW["body"], media_type=_RAW["media"])
+    if not _RAW["cut"]:
+        return Response(_RAW["body"], media_type=_RAW["media"])
+
+    async def cut() -> AsyncIterator[bytes]:
+        yield _RAW["body"]
+        raise RuntimeError("the connection broke")
+
+    return StreamingResponse(cut(), media_type=_RAW["media"])
 
 
 _UP = Starlette(

@@ -1,73 +1,29 @@
 """D10.5: an answer the gateway cannot read whole is an error, on every rule of each wire.
 
-A raw upstream (in process) answers with a well-formed turn broken in exactly one place:
-each way a streamed OpenAI choice, delta, tool-call fragment or legacy ``function_call``
-can be mistyped (or arrive after its choice finished), each way an Anthropic block or a
-tool use's delta can be, and the buffered documents' counterparts. Each stream is sent
-twice: with text before the break (the client has bytes already, so the stream must end
-with this wire's error event) and without (an HTTP 502 before any event). The oracle is
-the wire's own error shape (the status, or the last event) and that no tool use reached
-the client; it is written here, from the wire specs, not from the gateway's messages.
+The raw upstream (in process) of ``test_malformed_upstream`` answers with a well-formed
+turn broken in exactly one place: each way a streamed OpenAI choice, delta, tool-call
+fragment or legacy ``function_call`` can be mistyped (or arrive after its choice
+finished), each way an Anthropic block or a tool use's delta can be, and the buffered
+documents' counterparts. Each stream is sent twice: with text before the break (the
+client has bytes already, so the stream must end with this wire's error event) and
+without (an HTTP 502 before any event). The oracle is the wire's own error shape (the
+status, or the last event) and that no tool use reached the client; it is written here,
+from the wire specs, not from the gateway's messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
-from fak_core.gateway import UpstreamConfig, proxy_routes
-
-from .kernels import make_state
-
-_RAW: dict[str, Any] = {"body": b"", "media": "text/event-stream", "cut": False}
-
-
-async def _answer(request: Request) -> Response:
-    if not _RAW["cut"]:
-        return Response(_RAW["body"], media_type=_RAW["media"])
-
-    async def cut() -> AsyncIterator[bytes]:
-        yield _RAW["body"]
-        raise RuntimeError("the connection broke")
-
-    return StreamingResponse(cut(), media_type=_RAW["media"])
-
-
-_UP = Starlette(
-    routes=[Route(p, _answer, methods=["POST"]) for p in ("/v1/chat/completions", "/v1/messages")]
-)
-_STATE = make_state()
-_APP = Starlette(
-    routes=proxy_routes(
-        _STATE, UpstreamConfig(base_url="http://up/v1", transport=httpx.ASGITransport(app=_UP))
-    )
-)
-PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
-
-
-async def _post(wire: str, stream: bool) -> httpx.Response:
-    doc: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "go"}]}
-    doc["stream"] = stream
-    if wire == "anthropic":
-        doc["max_tokens"] = 8
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
-    ) as c:
-        return await c.post(PATHS[wire], json=doc, headers={"x-trace-id": "unreadable"})
-
+from .test_malformed_upstream import _RAW, ARGS, START, _post
+from .test_malformed_upstream import CALL as FRAG
 
 # ----------------------------------------------------------------------------- OpenAI
-FRAG = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "get_user"}}
-ARGS = {"index": 0, "function": {"arguments": '{"id": 1}'}}
 
 
 def _choice(delta: Any, finish: str | None = None) -> dict[str, Any]:
@@ -224,18 +180,6 @@ def test_a_broken_openai_document_is_an_error(name: str, fields: dict[str, Any])
 
 
 # ----------------------------------------------------------------------------- Anthropic
-START = {
-    "type": "message_start",
-    "message": {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [],
-        "stop_reason": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    },
-}
 USE = {"type": "tool_use", "id": "toolu_0", "name": "get_user", "input": {}}
 RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": []}
 END = [

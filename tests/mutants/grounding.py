@@ -274,6 +274,26 @@ def mac_malleable() -> Any:
     return mock.patch.object(_approvals.ApprovalResolver, "verify", verify)
 
 
+@mutant("C4.8/payload-read-first")
+def payload_read_first() -> Any:
+    """The payload is decoded (base64, then JSON) before the MAC is checked, as before the
+    bug was fixed: what a party without the key wrote is parsed, and a forged token with a
+    malformed payload is refused as malformed rather than as a bad signature."""
+    check = (
+        "    if not token.isascii() or not hmac.compare_digest(\n"
+        "        mac.encode(), _b64(_mac(self._key, signed)).encode()\n"
+        "    ):\n"
+        '        return "the approval token\'s signature does not match"\n'
+    )
+    decode = (
+        "    try:\n"
+        "        payload = orjson.loads(_unb64(signed[len(_PREFIX) :]))\n"
+        "    except (ValueError, orjson.JSONDecodeError):\n"
+        '        return "a malformed approval token"\n'
+    )
+    return edited(_approvals.ApprovalResolver.verify, (check + decode, decode + check))
+
+
 # ---------------------------------------------------------------- D2.9 argument rules
 _rules = importlib.import_module("fak_core.rules")
 _real_set_rules = _rules.RuleGate.set_rules

@@ -60,6 +60,8 @@ def keys_as_values() -> Any:
         return _real_values(payload, tuple(p.replace("~keys", "*") for p in pointers))
 
     return mock.patch.object(_kernel, "identifier_values", values)
+
+
 @mutant("C4.9/ambiguous-digest")
 def ambiguous_digest() -> Any:
     """The set of identifiers a chunk holds is named by its keys joined with ``\\0`` (the

@@ -35,3 +35,15 @@ def null_page_out_absent() -> Any:
         _policy._tool_screen,
         ('if page is None and "page_out_bytes" in t:', "if False:"),
     )
+
+
+@mutant("D2.3/window-unbounded")
+def window_unbounded() -> Any:
+    """A rate limit's window is any number > 0, as before the bug was fixed: ``inf``
+    (TOML), ``Infinity`` or ``1e400`` (JSON) is read as a window that never ends, and a JSON
+    integer beyond any double escapes the loader as ``OverflowError``."""
+    return edited(
+        _policy._rate_limit,
+        ("if not 0 < seconds < math.inf:", "if not 0 < seconds:"),
+        ("except OverflowError:", "except ZeroDivisionError:"),
+    )

@@ -16,11 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from fak_core.redis_state import RedisState
 
 MISSING = (
     "redis-server is not installed: the replica tests run a real Redis on a loopback port; "
@@ -28,6 +31,23 @@ MISSING = (
 )
 REPO = Path(__file__).resolve().parents[2]
 JSON = {"Content-Type": "application/json"}
+_CLOSE: list[RedisState] = []
+
+
+@pytest.fixture(autouse=True)
+def close_states() -> Iterator[None]:
+    """Closes every :func:`shared_state` the test opened (autouse where imported)."""
+    yield
+    while _CLOSE:
+        _CLOSE.pop().close()
+
+
+def shared_state(url: str, timeout: float = 0.5) -> RedisState:
+    """A checked connection to the shared Redis at ``url``, closed after the test."""
+    state = RedisState(url, timeout=timeout)
+    state.check()
+    _CLOSE.append(state)
+    return state
 
 
 def free_port() -> int:

@@ -9,7 +9,6 @@ import hashlib
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +27,8 @@ from fak_core.redis_state import RedisState
 from fak_core.redis_stores import RedisGroundingStore
 from fak_core.statedown import StateUnavailable
 
-from .support import JSON, RedisServer, Replica
-
-_CLOSE: list[RedisState] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_states() -> Iterator[None]:
-    yield
-    while _CLOSE:
-        _CLOSE.pop().close()
-
-
-def _state(url: str, timeout: float = 0.5) -> RedisState:
-    state = RedisState(url, timeout=timeout)
-    state.check()
-    _CLOSE.append(state)
-    return state
+from .support import JSON, RedisServer, Replica, shared_state
+from .support import close_states as close_states  # autouse: closes the shared states
 
 
 def _trace() -> str:
@@ -141,7 +125,7 @@ def test_the_shared_confidential_store_answers_as_the_memory_store(
     over three sessions, each sent to replica A or B: for every session and every argument
     shape, the pointer and origin a refusal names (or none) are the in-memory store's, on
     both replicas."""
-    shared = [RedisConfidential(_state(redis_server.url)) for _ in range(2)]
+    shared = [RedisConfidential(shared_state(redis_server.url)) for _ in range(2)]
     memory = ConfidentialStore()
     traces = [_trace() for _ in range(3)]
     for n, op in enumerate(script):
@@ -159,7 +143,7 @@ def test_a_session_past_its_value_bound_carries_a_secret_on_every_call(
 ) -> None:
     """MAX_VALUES values are kept and matched; one more overflows the session on both
     replicas (every call refused, as in one process) until it is reset."""
-    a, b = (RedisConfidential(_state(redis_server.url)) for _ in range(2))
+    a, b = (RedisConfidential(shared_state(redis_server.url)) for _ in range(2))
     full, over = _trace(), _trace()
     values = [f"secret-{n:06d}" for n in range(MAX_VALUES + 1)]
     a.record(full, values[:MAX_VALUES], "vault")
@@ -187,7 +171,7 @@ def test_the_first_recorded_value_is_named_whatever_order_redis_keeps(
     setting = redis_server.command("CONFIG", "GET", "hash-max-listpack-entries").split()[-1]
     redis_server.command("CONFIG", "SET", "hash-max-listpack-entries", "4")
     try:
-        a, b = (RedisConfidential(_state(redis_server.url)) for _ in range(2))
+        a, b = (RedisConfidential(shared_state(redis_server.url)) for _ in range(2))
         many, memory = _trace(), ConfidentialStore()
         values = [f"secret-{n:06d}" for n in range(64)]
         for n, value in enumerate(values):
@@ -224,7 +208,7 @@ def test_past_the_byte_bound_a_forgotten_session_never_reads_clean(
     least recently recorded session leaves first, and a session that left refuses every
     call on both replicas (so does any session in its bucket), while those kept answer as
     the in-memory store does."""
-    states = [_state(own_redis.url) for _ in range(2)]
+    states = [shared_state(own_redis.url) for _ in range(2)]
     _forget_confidential(states[0])
     shared = [RedisConfidential(s, max_bytes=max_bytes) for s in states]
     memory = ConfidentialStore()
@@ -291,7 +275,7 @@ def test_an_unreachable_or_lost_redis_never_reads_as_no_secret(own_redis: RedisS
     """Redis down: recording and checking raise StateUnavailable (the sink gate's
     DENY/STATE_DOWN), never "carries nothing"; back up, the values are there; its data
     lost (the epoch gone): every call raises until the replicas are restarted."""
-    store = RedisConfidential(_state(own_redis.url, timeout=0.3))
+    store = RedisConfidential(shared_state(own_redis.url, timeout=0.3))
     trace = _trace()
     store.record(trace, ["4237-4252-7456-2574"], "get_user")
     own_redis.stop()
@@ -346,7 +330,8 @@ def test_identifiers_recorded_on_one_replica_ground_as_in_one_process(
     of the session's trusted bound, and the oldest forgotten first under small bounds;
     the session's byte count is the in-memory store's."""
     shared = [
-        RedisGroundingStore(_state(redis_server.url), trusted_bytes=trusted_bytes) for _ in range(2)
+        RedisGroundingStore(shared_state(redis_server.url), trusted_bytes=trusted_bytes)
+        for _ in range(2)
     ]
     memory = GroundingStore(trusted_bytes=trusted_bytes)
     traces = [_trace() for _ in range(2)]

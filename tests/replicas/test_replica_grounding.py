@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,8 @@ from fak_core.statedown import StateUnavailable
 from ..gateway_proxies.clients import anthropic_client, close_all, openai_client
 from ..kernel.identmodel import PER_RESULT, replay
 from .support import RedisServer, Replica
+from .support import close_states as close_states  # autouse: closes the shared states
+from .support import shared_state as _state
 
 V2 = "fak-policy/v2"
 POLICY = Policy(
@@ -47,21 +48,6 @@ DESTS = (
 # also checked, never grounded: no words, punctuation only, a URL whose readings disagree
 CHECKED = (*DESTS, "", "...", "http://a.example\\@b.example/")
 FILLER = ("please", "send", "it", "to", "and", "then", "the", "report")
-_CLOSE: list[RedisState] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_states() -> Iterator[None]:
-    yield
-    while _CLOSE:
-        _CLOSE.pop().close()
-
-
-def _state(url: str, timeout: float = 0.5) -> RedisState:
-    state = RedisState(url, timeout=timeout)
-    state.check()
-    _CLOSE.append(state)
-    return state
 
 
 def _forget_grounding(state: RedisState) -> None:
