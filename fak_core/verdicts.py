@@ -85,11 +85,16 @@ class KindRegistry:
     def register(
         self, code: int, name: str, rank: int, fallback: VerdictKind = VerdictKind.DENY
     ) -> int:
-        """Declare an extension kind with its fold rank and the core kind it degrades to."""
+        """Declare an extension kind with its fold rank and the core kind it degrades to.
+
+        The name is UPPER_SNAKE_CASE like the core ones: it is what the wire carries, and
+        an empty one would render as an unknown kind's ``KIND_<n>``."""
         if code < EXTENSION_KIND_MIN:
             raise ValueError(
                 f"extension kind {name!r} needs a code >= {EXTENSION_KIND_MIN}, got {code}"
             )
+        if not name or not name.replace("_", "").isalnum() or name.upper() != name:
+            raise ValueError(f"verdict kind name {name!r} must be UPPER_SNAKE_CASE")
         if code in self._names:
             raise ValueError(f"verdict kind {code} is taken by {self._names[code]}")
         if name in self._names.values():
