@@ -11,6 +11,7 @@ from unittest import mock
 from fak_core.grounding import GroundingStore
 from fak_core.redis_stores import RedisGroundingStore
 from pytest_fak import mutant
+from tests.mutants.sourcepatch import edited
 
 _kernel = importlib.import_module("fak_core.kernel")
 _grounding = importlib.import_module("fak_core.grounding")
@@ -60,6 +61,8 @@ def keys_as_values() -> Any:
         return _real_values(payload, tuple(p.replace("~keys", "*") for p in pointers))
 
     return mock.patch.object(_kernel, "identifier_values", values)
+
+
 @mutant("C4.9/ambiguous-digest")
 def ambiguous_digest() -> Any:
     """The set of identifiers a chunk holds is named by its keys joined with ``\\0`` (the
@@ -93,3 +96,12 @@ def identifiers_replica_local() -> Any:
     return mock.patch.object(
         RedisGroundingStore, "record_identifiers", GroundingStore.record_identifiers
     )
+
+
+@mutant("C4.9/non-ascii-index")
+def non_ascii_index() -> Any:
+    """An array index is any string ``str.isdigit`` accepts (the original): ``/list/``
+    and ARABIC-INDIC DIGIT ONE reads the second element, where RFC 6901 takes ASCII digits
+    only, and ``/list/`` and SUPERSCRIPT TWO makes ``int`` raise, so every admission of
+    the tool fails."""
+    return edited(_identifiers._step, ("token.isascii() and token.isdigit()", "token.isdigit()"))
