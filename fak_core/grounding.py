@@ -435,7 +435,7 @@ class GroundingStore:
                         del s.specials[key]
                 s.trusted_cost -= old.cost
                 self._bytes -= old.cost
-            self._bound(trace_id)
+            self._bound()
 
     def record_trusted_many(self, trace_id: str, items: list[tuple[str, str]]) -> None:
         """A proxied turn's user and system words (``(origin, text)`` pairs): each distinct
@@ -470,15 +470,17 @@ class GroundingStore:
                 gone = len(t.encode("utf-8", "surrogatepass")) + len(o) + _OVERHEAD
                 s.untrusted_cost -= gone
                 self._bytes -= gone
-            self._bound(trace_id)
+            self._bound()
 
-    def _bound(self, keep: str) -> None:
-        while self._bytes > self.max_bytes and len(self._sessions) > 1:
-            old, s = next(iter(self._sessions.items()))
-            if old == keep:
-                self._sessions.move_to_end(old)
-                continue
-            del self._sessions[old]
+    def _bound(self) -> None:
+        """Past the total, drop the least recently recorded sessions, never the most recent
+        one (the session the caller just recorded to, moved last by :meth:`_session`): a
+        session alone over the total stays. At most one turn per other session, so the
+        walk ends whatever it meets."""
+        for _ in range(len(self._sessions) - 1):
+            if self._bytes <= self.max_bytes:
+                return
+            old, s = self._sessions.popitem(last=False)
             self._bytes -= s.cost + len(old)
             self.evicted += 1
 

@@ -56,7 +56,7 @@ def _step(node: Any, token: str, out: list[Any]) -> None:
     elif type(node) is list:
         if token == "*":
             out.extend(node)
-        elif token.isdigit() and (token == "0" or not token.startswith("0")):
+        elif token.isascii() and token.isdigit() and (token == "0" or not token.startswith("0")):
             i = int(token)
             if i < len(node):
                 out.append(node[i])

@@ -11,6 +11,7 @@ from unittest import mock
 from fak_core.grounding import GroundingStore
 from fak_core.redis_stores import RedisGroundingStore
 from pytest_fak import mutant
+from tests.mutants.sourcepatch import edited
 
 _kernel = importlib.import_module("fak_core.kernel")
 _grounding = importlib.import_module("fak_core.grounding")
@@ -95,3 +96,12 @@ def identifiers_replica_local() -> Any:
     return mock.patch.object(
         RedisGroundingStore, "record_identifiers", GroundingStore.record_identifiers
     )
+
+
+@mutant("C4.9/non-ascii-index")
+def non_ascii_index() -> Any:
+    """An array index is any string ``str.isdigit`` accepts (the original): ``/list/``
+    and ARABIC-INDIC DIGIT ONE reads the second element, where RFC 6901 takes ASCII digits
+    only, and ``/list/`` and SUPERSCRIPT TWO makes ``int`` raise, so every admission of
+    the tool fails."""
+    return edited(_identifiers._step, ("token.isascii() and token.isdigit()", "token.isdigit()"))
