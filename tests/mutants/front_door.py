@@ -1,0 +1,63 @@
+"""Mutants of D14 (``theorems/gateway.md``): a gateway door that lets too much in.
+
+Each one edits the middleware's source (:func:`tests.mutants.sourcepatch.edited`) or
+patches the gateway's state for the duration of a witness re-run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware
+from fak_core.gateway.state import GatewayState
+from pytest_fak import mutant
+from tests.mutants.sourcepatch import edited
+
+__all__: list[str] = []
+
+
+@mutant("D14/cap-on-declared-length-only")
+def cap_on_declared_length_only() -> Any:
+    """The cap reads only the declared Content-Length: a chunked body, or one longer than
+    it declares, reaches the route whatever its size."""
+    return edited(BodyLimitMiddleware.__call__, ("if size > limit:", "if False:"))
+
+
+@mutant("D14/one-byte-over-passes")
+def one_byte_over_passes() -> Any:
+    """Off by one at the cap: a body of the cap plus one byte is served."""
+    return edited(
+        BodyLimitMiddleware.__call__,
+        ("if length > limit:", "if length > limit + 1:"),
+        ("if size > limit:", "if size > limit + 1:"),
+    )
+
+
+@mutant("D14/key-on-native-routes-only")
+def key_on_native_routes_only() -> Any:
+    """The key is required on the native API only: the proxies and ``/mcp`` answer anyone."""
+    return edited(
+        AuthMiddleware.__call__,
+        (
+            'if scope["type"] != "http" or scope.get("path") in self.exempt:',
+            'if scope["type"] != "http" or scope.get("path") in self.exempt '
+            'or not str(scope.get("path", "")).startswith("/v1/fak/"):',
+        ),
+    )
+
+
+@mutant("D14/any-scheme-carries-the-key")
+def any_scheme_carries_the_key() -> Any:
+    """The ``Authorization`` scheme is not read: ``Basic <key>`` or ``Token <key>`` passes,
+    and a wrong token under any scheme hides the right ``X-Api-Key``."""
+    return edited(
+        AuthMiddleware._credential,
+        ('if scheme.lower() == "bearer" and token.strip():', "if token.strip():"),
+    )
+
+
+@mutant("D14/tool-results-uncapped")
+def tool_results_uncapped() -> Any:
+    """A turn's inbound tool results are never counted against ``--max-tool-results``."""
+    return mock.patch.object(GatewayState, "refuse_tool_results", return_value=None)
