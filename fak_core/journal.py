@@ -232,8 +232,14 @@ def request_scope() -> Iterator[Receipt]:
         _RECEIPT.reset(token)
 
 
+def _uri(path: Path) -> str:
+    """``path`` as an SQLite URI: absolute and percent-encoded, so a ``?``, ``#`` or ``%``
+    in a name (or a relative name starting with ``file:``) names that very file."""
+    return path.absolute().as_uri()
+
+
 def _connect(path: Path, durability: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn = sqlite3.connect(_uri(path), uri=True, check_same_thread=False, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
     conn.executescript(_SCHEMA)
@@ -244,7 +250,7 @@ def _connect(path: Path, durability: str) -> sqlite3.Connection:
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    return sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True)
 
 
 def _fsync(path: Path) -> None:
@@ -503,8 +509,9 @@ class Journal:
             self._queue.put(None)
             self._thread.join(timeout=30)
         self._fail("the journal is closed")
-        with contextlib.suppress(sqlite3.Error):
-            self._conn.close()
+        if not self._thread.is_alive():  # a writer still inside a commit keeps its connection
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
 
     def __enter__(self) -> Journal:
         return self
@@ -615,7 +622,7 @@ class Journal:
         tmp = target.with_name(f".{target.name}.tmp")
         try:
             tmp.unlink(missing_ok=True)
-            self._conn.execute("VACUUM INTO ?", (str(tmp),))
+            self._conn.execute("VACUUM INTO ?", (str(tmp.absolute()),))
             _fsync(tmp)
             problem = _check_copy(tmp, seq, head)
             if problem is not None:
@@ -685,7 +692,7 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
     if not p.exists():
         raise JournalError(f"no journal file at {p}")
     try:
-        conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+        conn = _read_only(p)
         has_replica = any(r[1] == "replica" for r in conn.execute("PRAGMA table_info(decisions)"))
         replica = "replica" if has_replica else "'' AS replica"
         cur = conn.execute(
@@ -701,7 +708,7 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
 
 def _file_meta(path: Path) -> dict[str, str]:
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = _read_only(path)
         rows = conn.execute("SELECT key, value FROM journal_meta").fetchall()
         conn.close()
     except sqlite3.Error:

@@ -174,6 +174,14 @@ class Manifest:
             doc = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ManifestError(f"{origin}: not a JSON manifest ({exc})") from None
+        return cls.from_document(doc, origin)
+
+    @classmethod
+    def from_document(
+        cls, doc: Any, origin: str = "manifest", *, canonical: bool = True
+    ) -> Manifest:
+        """A decoded manifest file, checked as :meth:`from_json` checks one (the same code);
+        ``canonical=False`` leaves a body with no canonical form to ``revalidate``."""
         if not isinstance(doc, dict) or set(doc) != {"digest", "manifest"}:
             raise ManifestError(f"{origin}: expected an object with exactly digest and manifest")
         body, dig = doc["manifest"], doc["digest"]
@@ -181,10 +189,11 @@ class Manifest:
             raise ManifestError(f"{origin}: manifest must be an object and digest a string")
         if body.get("format") != MANIFEST_FORMAT:
             raise ManifestError(f"{origin}: manifest.format: expected {MANIFEST_FORMAT!r}")
-        try:
-            digest(body)
-        except CanonicalError as exc:
-            raise ManifestError(f"{origin}: {exc}") from None
+        if canonical:
+            try:
+                digest(body)
+            except CanonicalError as exc:
+                raise ManifestError(f"{origin}: {exc}") from None
         return cls(body, dig)
 
 

@@ -273,9 +273,8 @@ def _subagent(d: _Doc, raw: Any, path: str) -> SubAgent:
 def _node(d: _Doc, raw: Any, path: str) -> Node:
     doc = d.table(raw, path, _NODE_KEYS, ("id", "prompt", "model"))
     runtime = doc.get("runtime", {})
-    d.table(
-        runtime, _join(path, "runtime"), tuple(runtime) if isinstance(runtime, dict) else (), ()
-    )
+    if not isinstance(runtime, dict):  # any string keys; json_value refuses the others
+        raise d.fail(_join(path, "runtime"), f"expected a table/object, got {_tname(runtime)}")
     for key in ("max_tokens", "timeout_s"):
         if key in runtime:
             d.integer(runtime[key], f"{path}.runtime.{key}")

@@ -14,8 +14,12 @@ __all__ = ["KINDS", "CapabilityRef", "LockEntry", "RefError", "parse_ref"]
 
 KINDS = ("skill", "extension", "tool")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+# SemVer 2.0.0 exactly (semver.org's grammar): ASCII digits, no leading zero in a numeric
+# identifier, no empty identifier in the pre-release or the build metadata
+_NUM = r"(?:0|[1-9][0-9]*)"
+_PRE_ID = rf"(?:{_NUM}|[0-9]*[A-Za-z\-][0-9A-Za-z\-]*)"
 _SEMVER = re.compile(
-    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.\-]+)?(?:\+[0-9A-Za-z.\-]+)?"
+    rf"{_NUM}\.{_NUM}\.{_NUM}(?:-{_PRE_ID}(?:\.{_PRE_ID})*)?(?:\+[0-9A-Za-z\-]+(?:\.[0-9A-Za-z\-]+)*)?"
 )
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _TAG = re.compile(r"[A-Za-z0-9^~<>=*.+\-]+")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +122,7 @@ _TOP = (
     "version", "name", "budget", "models", "repositories", "users", "capabilities", "platform",
 )  # fmt: skip
 _VERSION_KEYS = ("version", "digest", "withdrawn", "models", "risk", "schema")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class FileWorkspace:
@@ -150,7 +152,8 @@ class FileWorkspace:
             raise self._fail(path, "expected a table/object")
         bad = [k for k in value if k not in allowed]
         if bad:
-            raise self._fail(f"{path}.{bad[0]}", f"unknown key; valid keys: {', '.join(allowed)}")
+            where = f"{path}.{bad[0]}" if path else str(bad[0])
+            raise self._fail(where, f"unknown key; valid keys: {', '.join(allowed)}")
         return value
 
     def _parse(self, doc: Any) -> None:
@@ -180,6 +183,8 @@ class FileWorkspace:
             url = r.get("url")
             if not isinstance(url, str) or not url:
                 raise self._fail(f"repositories[{i}].url", "expected a repository URL")
+            if url in self._repos:
+                raise self._fail(f"repositories[{i}].url", f"duplicate repository {url!r}")
             self._repos[url] = Repository(url, self._strs(r, "branches", f"repositories[{i}]"))
         self._users: dict[str, User] = {}
         users = self._table(top.get("users", {}), "users", tuple(top.get("users", {}) or ()))
@@ -195,7 +200,9 @@ class FileWorkspace:
         self._private: list[str] = []
         platform = self._table(top.get("platform", {}), "platform", ("system_prompt", "gateway"))
         for key in ("system_prompt", "gateway"):
-            if isinstance(platform.get(key), str) and platform[key]:
+            if key in platform and not isinstance(platform[key], str):
+                raise self._fail(f"platform.{key}", "expected a string")
+            if platform.get(key):
                 self._private.append(platform[key])
         self._caps: dict[tuple[str, str], CapabilityInfo] = {}
         caps = top.get("capabilities", [])
@@ -211,7 +218,11 @@ class FileWorkspace:
             raise self._fail(f"{path}.kind", f"expected one of {', '.join(KINDS)}")
         if not isinstance(name, str) or not name:
             raise self._fail(f"{path}.name", "expected a capability name")
-        if isinstance(c.get("gateway"), str):
+        if (kind, name) in self._caps:
+            raise self._fail(f"{path}.name", f"duplicate capability {kind}:{name}")
+        if "gateway" in c and not isinstance(c["gateway"], str):
+            raise self._fail(f"{path}.gateway", "expected a string")
+        if c.get("gateway"):
             self._private.append(c["gateway"])
         self._private.extend(_strings(c.get("auth")))
         versions: dict[str, VersionInfo] = {}
@@ -224,8 +235,10 @@ class FileWorkspace:
             ver, dig = v.get("version"), v.get("digest")
             if not isinstance(ver, str) or not ver:
                 raise self._fail(f"{vp}.version", "expected an exact version string")
-            if not isinstance(dig, str) or not dig.startswith("sha256:") or len(dig) != 71:
-                raise self._fail(f"{vp}.digest", "expected sha256:<64 hex digits>")
+            if ver in versions:
+                raise self._fail(f"{vp}.version", f"duplicate version {ver!r}")
+            if not isinstance(dig, str) or not _DIGEST.fullmatch(dig):
+                raise self._fail(f"{vp}.digest", "expected sha256:<64 lowercase hex digits>")
             risk = v.get("risk")
             if risk is not None and risk not in RISK_LEVELS:
                 raise self._fail(f"{vp}.risk", f"expected one of {', '.join(RISK_LEVELS)}")

@@ -174,6 +174,20 @@ def missing_part_accepted() -> Any:
     )
 
 
+@mutant("F1.2/object-format-unchecked")
+def object_format_unchecked() -> Any:
+    """A runner given a ``Manifest`` object starts from it as it is, without the file checks
+    (format, shapes, canonical form) a manifest given as JSON gets (the bug)."""
+    return edited(
+        _runner.Runner.start,
+        ("if isinstance(raw, Manifest)\n", "if False\n"),
+        (
+            'else Manifest.from_json(raw, "mounted")',
+            'else raw if isinstance(raw, Manifest) else Manifest.from_json(raw, "mounted")',
+        ),
+    )
+
+
 # ---------------------------------------------------------------------------------- F1.3
 @mutant("F1.3/uncanonical-flow-crashes")
 def uncanonical_flow_crashes() -> Any:
@@ -326,3 +340,78 @@ def serve_skips_verify() -> Any:
         return Manifest.from_json(Path(path).read_bytes(), str(path))
 
     return mock.patch.object(_flow_pkg, "load_verified_manifest", load)
+
+
+# ---------------------------------------------------------------------------------- F1.7
+_model = importlib.import_module("fak_core.flow.model")
+_refs = importlib.import_module("fak_core.flow.refs")
+
+
+@mutant("F1.7/loose-semver")
+def loose_semver() -> Any:
+    """The version grammar before the fix: any run of ``[0-9A-Za-z.-]`` after ``-`` or ``+``,
+    so ``1.2.3-01`` or ``1.2.3-a..b`` is an exact version and ``\\d`` takes any digit (the bug)."""
+    import re
+
+    loose = re.compile(
+        r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.\-]+)?(?:\+[0-9A-Za-z.\-]+)?"
+    )
+    return mock.patch.object(_refs, "_SEMVER", loose)
+
+
+@mutant("F1.7/runtime-key-crash")
+def runtime_key_crash() -> Any:
+    """A node's runtime is checked as a table whose keys are its own keys, so a non-string
+    key (YAML ``{1: x}``) makes the message join fail with a ``TypeError`` (the bug)."""
+    return edited(
+        _model._node,
+        (
+            "if not isinstance(runtime, dict):  # any string keys; json_value refuses the others\n"
+            '        raise d.fail(_join(path, "runtime"), f"expected a table/object, got '
+            '{_tname(runtime)}")',
+            'd.table(runtime, _join(path, "runtime"), '
+            "tuple(runtime) if isinstance(runtime, dict) else (), ())",
+        ),
+    )
+
+
+@mutant("F1.7/json-duplicates-kept")
+def json_duplicates_kept() -> Any:
+    """JSON files are read without the duplicate-key hook: the last value silently wins."""
+    return edited(
+        _model.load_document,
+        ("json.loads(text, object_pairs_hook=_no_duplicates)", "json.loads(text)"),
+    )
+
+
+@mutant("F1.7/yaml-duplicates-kept")
+def yaml_duplicates_kept() -> Any:
+    """YAML files are read with the plain safe loader: the last value silently wins."""
+    return edited(
+        _model.load_document, ("yaml.load(text, Loader=_StrictLoader)", "yaml.safe_load(text)")
+    )
+
+
+# ---------------------------------------------------------------------------------- F1.8
+_resolver = importlib.import_module("fak_core.flow.resolver")
+
+
+@mutant("F1.8/duplicate-capability-kept")
+def duplicate_capability_kept() -> Any:
+    """A capability listed twice replaces the first silently (the bug)."""
+    return edited(
+        _resolver.FileWorkspace._capability,
+        ("if (kind, name) in self._caps:", "if False:"),
+    )
+
+
+@mutant("F1.8/loose-workspace-digest")
+def loose_workspace_digest() -> Any:
+    """A version's digest is checked for its prefix and length only (the bug)."""
+    return edited(
+        _resolver.FileWorkspace._capability,
+        (
+            "not _DIGEST.fullmatch(dig)",
+            'not dig.startswith("sha256:") or len(dig) != 71',
+        ),
+    )

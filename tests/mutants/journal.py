@@ -56,6 +56,13 @@ def rotation_restarts_chain() -> Any:
     )
 
 
+@mutant("C1.1/uri-unencoded")
+def uri_unencoded() -> Any:
+    """Readers open ``file:PATH?mode=ro`` with the path spelled raw (the bug): a ``?`` or
+    ``#`` in a journal's name cuts it short, and a ``%XX`` in it is decoded to another file."""
+    return edited(_journal._read_only, ('f"{_uri(path)}?mode=ro"', 'f"file:{path}?mode=ro"'))
+
+
 # ---------------------------------------------------------------------------------- C1.2
 @mutant("C1.2/sync-returns-early")
 def sync_returns_early() -> Any:
@@ -136,7 +143,7 @@ def cut_before_verify() -> Any:
     return edited(
         Journal._rotate,
         (
-            'self._conn.execute("VACUUM INTO ?", (str(tmp),))',
+            'self._conn.execute("VACUUM INTO ?", (str(tmp.absolute()),))',
             '__import__("shutil").copyfile(self.path, tmp)',
         ),
         ("problem = _check_copy(tmp, seq, head)", "problem = None"),

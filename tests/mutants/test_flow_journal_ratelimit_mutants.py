@@ -13,10 +13,12 @@ import tests.mutants.journal
 import tests.mutants.ratelimit
 from fak_core.flow.compiler import _topological, compile_flow
 from fak_core.flow.manifest import node_entries
+from fak_core.flow.model import _node, load_document
 from fak_core.flow.preflight import _source_digest
-from fak_core.flow.runner import _content_findings
+from fak_core.flow.resolver import FileWorkspace
+from fak_core.flow.runner import Runner, _content_findings
 from fak_core.flow.task import launch_task
-from fak_core.journal import Journal
+from fak_core.journal import Journal, _read_only
 from fak_core.kernel import Kernel
 from fak_core.ratelimit import RateLimiter
 from pytest_fak.mutants import registry
@@ -34,6 +36,11 @@ FUNCTIONS = (
     node_entries,
     _content_findings,
     _source_digest,
+    Runner.start,
+    _node,
+    load_document,
+    FileWorkspace._capability,
+    _read_only,
     Journal.__init__,
     Journal._rotate,
     Journal._cut,
@@ -45,10 +52,10 @@ FUNCTIONS = (
 
 
 def test_the_three_modules_register_their_mutants() -> None:
-    assert len(IDS) == 49
+    assert len(IDS) == 57
     assert {i.split("/")[0] for i in IDS} == {
-        "F1.1", "F1.2", "F1.3", "F1.4", "F1.5", "F1.6", "C1.1", "C1.2", "C1.3", "C1.4", "C1.5",
-        "D9", "D9.1",
+        "F1.1", "F1.2", "F1.3", "F1.4", "F1.5", "F1.6", "F1.7", "F1.8",
+        "C1.1", "C1.2", "C1.3", "C1.4", "C1.5", "D9", "D9.1",
     }  # fmt: skip
 
 
