@@ -519,6 +519,12 @@ def test_an_empty_key_is_refused_at_start() -> None:
     with pytest.raises(ValueError, match="empty"):
         create_app(GatewayState(make_kernel()), api_key="")
 
+    async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("never served")
+
+    with pytest.raises(ValueError, match="non-empty"):
+        AuthMiddleware(inner, api_key="")
+
 
 def _limited(mode: str) -> GatewayState:
     doc = {**POLICY_DOC, "rate_limit": {"max_calls": 1, "window_s": 600, "key": mode}}
