@@ -298,7 +298,7 @@ class _CheckedStdin:
                     more = await self._readline(limit)
                     if not more or more.endswith(b"\n"):
                         break
-            if not line.strip():
+            elif not line.strip():  # a blank line; an oversized one is answered by its size
                 continue
             error = _frame_error(line.rstrip(b"\r\n"), self.max_frame)
             if error is not None:

@@ -90,7 +90,10 @@ def served(
     state = GatewayState(make_kernel(), max_body=max_body, max_tool_results=max_tool_results)
     box = Served("", up, state)
     state.kernel.subscribe(box.events.append)
-    config = UpstreamConfig(base_url=up_url, timeout=5.0)
+    # httpx's transport keeping no idle connection: nothing of the upstream's pool is left
+    # open when the gateway stops (the upstream's client is not what this theorem is about)
+    transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
+    config = UpstreamConfig(base_url=up_url, timeout=5.0, transport=transport)
     app = create_app(state, api_key=api_key, extra_routes=proxy_routes(state, config))
     with serve_app(app) as url:
         box.url = url
@@ -516,6 +519,12 @@ def test_an_empty_key_is_refused_at_start() -> None:
     with pytest.raises(ValueError, match="empty"):
         create_app(GatewayState(make_kernel()), api_key="")
 
+    async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("never served")
+
+    with pytest.raises(ValueError, match="non-empty"):
+        AuthMiddleware(inner, api_key="")
+
 
 def _limited(mode: str) -> GatewayState:
     doc = {**POLICY_DOC, "rate_limit": {"max_calls": 1, "window_s": 600, "key": mode}}
@@ -614,3 +623,28 @@ def _turns(gw: Served, route: str) -> None:
         assert gw.state.tool_results_refused == before + 1
         health = httpx.get(gw.url + "/healthz").json()["limits"]
         assert health["tool_results_refused"] == before + 1 and health["max_tool_results"] == 3
+
+
+# ------------------------------------------------------------------- routes that do not exist
+@pytest.mark.fak_theorem("D14")
+def test_a_path_or_method_no_route_takes_is_a_404_or_405_saying_what_exists(
+    upstream: tuple[ScriptedUpstream, str],
+) -> None:
+    with served(upstream) as gw:
+        for method, path in (("GET", "/v1/nope"), ("POST", "/v1/fak/frob"), ("GET", "/mcp/x")):
+            r = httpx.request(method, gw.url + path, json={} if method == "POST" else None)
+            assert r.status_code == 404, (path, r.text)
+            error = r.json()["error"]
+            assert error["type"] == "invalid_request_error", error
+            assert path in error["message"] and "/openapi.json" in error["message"], error
+        for method, path, allowed in (
+            ("DELETE", "/healthz", "GET"),
+            ("POST", "/v1/models", "GET"),
+            ("GET", "/v1/fak/adjudicate", "POST"),
+        ):
+            r = httpx.request(method, gw.url + path)
+            assert r.status_code == 405, (method, path, r.text)
+            assert allowed in r.headers["allow"].split(", "), r.headers
+            message = r.json()["error"]["message"]
+            assert f"method {method} not allowed on {path}" in message, message
+            assert f"use {r.headers['allow']}" in message, message

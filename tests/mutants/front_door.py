@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+from fak_core.gateway.mcp_server import _CheckedStdin
 from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from fak_core.gateway.state import GatewayState
 from pytest_fak import mutant
@@ -61,3 +62,13 @@ def any_scheme_carries_the_key() -> Any:
 def tool_results_uncapped() -> Any:
     """A turn's inbound tool results are never counted against ``--max-tool-results``."""
     return mock.patch.object(GatewayState, "refuse_tool_results", return_value=None)
+
+
+@mutant("D10.7/blank-oversized-frame-dropped")
+def blank_oversized_frame_dropped() -> Any:
+    """A stdio frame over the limit whose first bytes are blanks is dropped unanswered (it
+    is read as a blank line), as it once was: the client waits for an answer forever."""
+    return edited(
+        _CheckedStdin._lines,
+        ("elif not line.strip():", "if not line.strip():"),
+    )
