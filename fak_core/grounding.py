@@ -61,6 +61,7 @@ __all__ = [
     "GroundingStore",
     "canonical_value",
     "destination_pieces",
+    "looked_up",
     "resolve_pointer",
 ]
 
@@ -241,6 +242,15 @@ def canonical_value(value: str) -> tuple[str, str]:
     if len(value) > MAX_VALUE_CHARS:
         return ("text", "")  # never grounded
     return _canonical(value)
+
+
+def looked_up(value: str) -> tuple[str, str] | None:
+    """The canonical form a check looks up (whether a value is grounded, which untrusted
+    text holds it, in both stores), or None when it has none (longer than
+    :data:`MAX_VALUE_CHARS`, or no canonical form): such a value is never grounded and
+    names no origin."""
+    kind, canon = canonical_value(value)
+    return (kind, canon) if canon else None
 
 
 @functools.lru_cache(maxsize=1024)  # destinations repeat; at most 1024 values of <= 2 KiB
@@ -494,14 +504,11 @@ class GroundingStore:
     # ------------------------------------------------------------------ checking
     def grounded(self, trace_id: str, value: str) -> bool:
         """Whether ``value`` appears (canonically) in the session's trusted context."""
-        if len(value) > MAX_VALUE_CHARS:
-            return False
-        kind, canon = canonical_value(value)
-        if not canon:
-            return False
+        form = looked_up(value)
         s = self._sessions.get(trace_id)
-        if s is None:
+        if form is None or s is None:
             return False
+        kind, canon = form
         if kind != "text":
             return (kind, canon) in s.specials
         if ("ident", canon) in s.specials:
@@ -514,11 +521,10 @@ class GroundingStore:
     def origin_of(self, trace_id: str, value: str) -> str | None:
         """The origin of the first untrusted text that holds ``value``'s words, if any."""
         s = self._sessions.get(trace_id)
-        if s is None or len(value) > MAX_VALUE_CHARS:
+        form = looked_up(value)
+        if s is None or form is None:
             return None
-        kind, canon = canonical_value(value)
-        if not canon:
-            return None
+        kind, canon = form
         for origin, text in tuple(s.untrusted):
             words, specials = _scan(text)
             if (kind, canon) in specials or (kind == "text" and f" {canon} " in words):

@@ -33,12 +33,11 @@ from fak_core.grounding import (
     DEFAULT_GROUNDING_BYTES,
     DEFAULT_TRUSTED_BYTES,
     DEFAULT_UNTRUSTED_BYTES,
-    MAX_VALUE_CHARS,
     GroundingStore,
     _digest,
     _scan,
     _specials_cost,
-    canonical_value,
+    looked_up,
 )
 from fak_core.ratelimit import BY, RateLimit, RateLimiter
 from fak_core.reasons import Reason
@@ -594,11 +593,10 @@ class RedisGroundingStore(GroundingStore):
         self.state.run(self._reset, self._keys(trace_id), [trace_id])
 
     def grounded(self, trace_id: str, value: str) -> bool:
-        if len(value) > MAX_VALUE_CHARS:
+        form = looked_up(value)
+        if form is None:
             return False
-        kind, canon = canonical_value(value)
-        if not canon:
-            return False
+        kind, canon = form
         # A canon never holds a newline; a special that did is not indexed (:func:`_framed`)
         # and a word that did is not a word: either way, not grounded.
         keys = self._keys(trace_id)
@@ -615,11 +613,10 @@ class RedisGroundingStore(GroundingStore):
         return any(needle in text for text in texts)
 
     def origin_of(self, trace_id: str, value: str) -> str | None:
-        if len(value) > MAX_VALUE_CHARS:
+        form = looked_up(value)
+        if form is None:
             return None
-        kind, canon = canonical_value(value)
-        if not canon:
-            return None
+        kind, canon = form
         keys = self._keys(trace_id)
         found: bytes | None
         if kind == "text" and " " in canon:
