@@ -115,6 +115,7 @@ def upstream_error_message(body: bytes) -> str:
 
 
 def _status_error(status: int, body: bytes) -> UpstreamError:
+    """The gateway's answer to an upstream error status (400 or more) and its body."""
     detail = upstream_error_message(body)
     suffix = f": {detail}" if detail else ""
     if status in (401, 403):
@@ -131,11 +132,9 @@ def _status_error(status: int, body: bytes) -> UpstreamError:
         return UpstreamError(
             502, f"upstream model error (HTTP {status}){suffix}", "upstream_error", status
         )
+    # every other status here is a 4xx: the callers pass only 400 and up
     return UpstreamError(
-        status if 400 <= status < 500 else 502,
-        f"upstream refused the request (HTTP {status}){suffix}",
-        "upstream_rejected",
-        status,
+        status, f"upstream refused the request (HTTP {status}){suffix}", "upstream_rejected", status
     )
 
 

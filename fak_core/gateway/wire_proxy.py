@@ -162,10 +162,8 @@ class WireProxy:
         too_many = state.refuse_tool_results(len(inbound))
         if too_many is not None:
             return self.error(413, too_many, code="too_many_tool_results", headers=headers)
-        try:
-            results, body = await admit_inbound(state, doc, inbound, trace, raw)
-        except WireError as exc:
-            return self.error(400, exc.message, param=exc.param, headers=headers)
+        # never raises: an admission that fails is the result's quarantine stub
+        results, body = await admit_inbound(state, doc, inbound, trace, raw)
         refused = state.journal_refusal()  # the turn's rows were over its share: no upstream
         if refused is not None:
             return self.error(503, refused, code="journal_unavailable", headers=headers)
