@@ -88,7 +88,7 @@ class TraceMiddleware:
         given = _header(scope, _TRACE_HEADER_B)
         if given and given.strip():
             trace = given.strip()
-            problem = trace_id_problem(trace)
+            problem = trace_id_problem(given)
             if problem is not None:
                 await error_response(400, f"X-Trace-Id: {problem}", param="trace_id")(
                     scope, receive, send

@@ -221,10 +221,11 @@ class GatewayState:
     def trace_for(self, body_trace: Any = None, header_trace: str | None = None) -> str:
         """Body ``trace_id``, else the ``X-Trace-Id`` header, else the default, else minted
         (128 random bits: a minted id cannot be guessed). A trace id over
-        :data:`~fak_core.gateway.sessions.MAX_TRACE_BYTES` is a :class:`WireError`."""
+        :data:`~fak_core.gateway.sessions.MAX_TRACE_BYTES` as sent, the blanks around it
+        included (the OpenAPI document's ``maxLength``), is a :class:`WireError`."""
         for given in (body_trace if isinstance(body_trace, str) else None, header_trace):
             if given and (trace := given.strip(BLANK)):
-                problem = trace_id_problem(trace)
+                problem = trace_id_problem(given)
                 if problem is not None:
                     raise WireError(problem, "trace_id")
                 return trace

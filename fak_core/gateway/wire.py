@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from fak_core.calls import ToolCall
+from fak_core.gateway.sessions import trace_id_problem
 from fak_core.gateway.state import BLANK, GatewayState, WireError
 from fak_core.jsondepth import MAX_JSON_DEPTH, JsonTooDeep, loads
 from fak_core.verdicts import frozen_meta
@@ -90,8 +91,12 @@ def _opt_str(doc: dict[str, Any], key: str) -> str | None:
 
 
 def parse_trace_id(doc: dict[str, Any], *, required: bool = False) -> str | None:
-    """The body's ``trace_id`` (a string) or None; blank is refused when ``required``."""
+    """The body's ``trace_id`` (a string) or None; blank is refused when ``required``, and
+    one over the limit as sent (blanks around it counted, as the OpenAPI document's
+    ``maxLength`` counts them) always."""
     trace = _opt_str(doc, "trace_id")
+    if trace is not None and (problem := trace_id_problem(trace)) is not None:
+        raise WireError(problem, "trace_id")
     if required and (trace is None or not trace.strip(BLANK)):
         raise WireError("missing trace_id: send a non-empty string in 'trace_id'", "trace_id")
     return trace.strip(BLANK) if trace is not None else None

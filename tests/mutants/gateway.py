@@ -20,6 +20,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.gateway import mcp_proxy, turn
+from fak_core.gateway import wire as _wire
 from fak_core.gateway.mcp_downstream import Downstream, DownstreamError, error_class
 from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
 from fak_core.gateway.state import GatewayState
@@ -27,6 +28,7 @@ from fak_core.gateway.turn import Adjudication, ProposedCall
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind
 from pytest_fak import mutant
+from tests.mutants.sourcepatch import edited
 
 __all__: list[str] = []
 
@@ -388,6 +390,16 @@ def sequential_ids() -> Any:
         return f"gw-{next(counter)}"
 
     return mock.patch.object(_state_module, "new_trace_id", mint)
+
+
+@mutant("D12/trace-length-after-strip")
+def trace_length_after_strip() -> Any:
+    """A body trace id's length is checked once its blanks are stripped (the old bug): a
+    129-character id with a blank at an end passes for 128."""
+    return edited(
+        _wire.parse_trace_id,
+        ("if trace is not None and (problem := trace_id_problem(trace)) is not None:", "if False:"),
+    )
 
 
 @mutant("D12/reset-without-owner")
