@@ -8,7 +8,9 @@ theorem already killed (in this process, or in the cache), whose lines this witn
 executed (``uncovered``: it cannot be killed by it), or whose outcome for this witness is
 cached (:mod:`pytest_fak.mutcache`). Each re-run has a deadline (a mutant that loops
 forever is killed by ``timeout``); code of the mutant still running in another thread
-when the deadline passes gets the same exception raised in that thread. Each re-run also
+when the deadline passes gets the same exception raised in that thread, then and every
+half second until the witness has returned, so a witness whose exit waits on such a
+thread (a test client joining its event-loop thread) is not stuck behind it. Each re-run also
 has an address-space budget (:mod:`pytest_fak.crash`): a mutant that allocates without
 bound is killed by ``memory``; one that crashes the xdist worker is killed by ``crashed``.
 
@@ -21,12 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -89,24 +92,90 @@ def _interrupt_threads(codes: set[CodeType]) -> int:
     return hit
 
 
+class _Clock:
+    """The state of one :func:`deadline`: shared by the alarm handler and its watchdog."""
+
+    def __init__(self, seconds: float, on_expiry: Callable[[], object] | None) -> None:
+        self.seconds = seconds
+        self.on_expiry = on_expiry
+        self.stopped = False
+        self.fired = 0
+        self.stop = threading.Event()
+        self.watchdog: threading.Thread | None = None
+
+    def expire(self) -> None:
+        if self.on_expiry is not None:
+            self.on_expiry()
+
+    def fire(self, signum: int, frame: FrameType | None) -> None:
+        if self.stopped:
+            return  # a late alarm while the deadline is being taken down
+        self.fired += 1
+        self.expire()
+        if self.watchdog is None:
+            self.watchdog = threading.Thread(
+                target=self.watch, name="fak-mutant-watchdog", daemon=True
+            )
+            self.watchdog.start()
+        raise MutantTimeout(f"the witness ran past its {self.seconds:.1f} s deadline")
+
+    def watch(self) -> None:
+        """Past the deadline: keep stopping the mutant's code in other threads, and raise
+        in the main thread again while it stays stuck (at most ``_RERAISES`` times)."""
+        main = threading.main_thread().ident
+        # a main thread still inside after as long again as the deadline itself is stuck
+        every = max(_MIN_ROUNDS, math.ceil(self.seconds / _GRACE))
+        rounds = 0
+        while not self.stop.wait(_GRACE):
+            self.expire()
+            rounds += 1
+            if main is not None and rounds % every == 0 and self.fired <= _RERAISES:
+                if self.stop.is_set():
+                    return
+                signal.pthread_kill(main, signal.SIGALRM)
+
+    def close(self) -> None:
+        self.stopped = True
+        self.stop.set()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.watchdog is not None:
+            self.watchdog.join()
+
+
+#: seconds between the watchdog's turns once a deadline has passed
+_GRACE = 0.5
+#: the fewest turns of the watchdog before it raises in a main thread that is still stuck
+_MIN_ROUNDS = 4
+#: how many times the main thread is raised into after the first
+_RERAISES = 3
+
+
 @contextlib.contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`MutantTimeout` in the main thread after ``seconds`` (elsewhere: no-op)."""
+def deadline(seconds: float, on_expiry: Callable[[], object] | None = None) -> Iterator[None]:
+    """Raise :class:`MutantTimeout` in the main thread after ``seconds`` (elsewhere: no-op).
+
+    ``on_expiry`` is called when the deadline passes (from the main thread's alarm), and
+    again every ``_GRACE`` seconds from a watchdog thread until the block is left: it stops
+    the mutant's code running in other threads. That matters when the main thread's way
+    out waits on such a thread: a test client's exit joins the event-loop thread in which
+    the mutant loops, so raising in the main thread alone leaves the run stuck there for
+    ever. If the main thread is still inside the block as long again later (at least two
+    seconds: it waits on something the stopped thread will now never do), it is raised
+    into again, up to ``_RERAISES`` times."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(
         signal, "setitimer"
     ):
         yield
         return
-
-    def fire(signum: int, frame: FrameType | None) -> None:
-        raise MutantTimeout(f"the witness ran past its {seconds:.1f} s deadline")
-
-    old = signal.signal(signal.SIGALRM, fire)
+    clock = _Clock(seconds, on_expiry)
+    old = signal.signal(signal.SIGALRM, clock.fire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        # no alarm raises from here on; the watchdog is joined before the old handler
+        # is back, so none of its alarms reaches that handler
+        clock.close()
         signal.signal(signal.SIGALRM, old)
 
 

@@ -564,7 +564,9 @@ class ProofSession:
         outcome = verdicts.SURVIVED
         try:
             with (
-                deadline(limit) if limit is not None else contextlib.nullcontext(),
+                deadline(limit, lambda: interrupt_mutant(m))
+                if limit is not None
+                else contextlib.nullcontext(),
                 crash.memory_limit(memory),
             ):
                 if fresh:
