@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import math
 import os
 import signal
@@ -79,11 +80,25 @@ def _codes(code: CodeType) -> set[CodeType]:
     return out
 
 
+def _frames() -> dict[int, FrameType]:
+    """``sys._current_frames()`` with the collector off. CPython 3.11 builds that dict while
+    holding the runtime's thread-list lock; a collection it triggers there can free a
+    ``threading.local``, whose clean-up takes the same lock: the process deadlocks (seen in
+    a proof run, under a journal mutant that had leaked hundreds of threads)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _interrupt_threads(codes: set[CodeType]) -> int:
     """Raise :class:`MutantTimeout` in every other thread running one of ``codes``."""
     me = threading.get_ident()
     hit = 0
-    for tid, frame in sys._current_frames().items():
+    for tid, frame in _frames().items():
         if tid != me and _holds(frame, codes):
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
                 ctypes.c_ulong(tid), ctypes.py_object(MutantTimeout)
