@@ -77,6 +77,8 @@ class Call:
     marker: str
     #: the arguments text split at these character offsets (sorted, deduplicated)
     cuts: tuple[int, ...]
+    #: the arguments text written with ``\\uXXXX`` escapes (a cut may fall inside one)
+    ascii: bool = False
 
     @property
     def kept(self) -> bool:
@@ -84,11 +86,11 @@ class Call:
 
     @property
     def args(self) -> dict[str, Any]:
-        return {"note": self.marker, "n": [1, {"é": "✓"}]}
+        return {"note": self.marker, "n": [1, {"é": '✓\n"q\\'}]}
 
     @property
     def text(self) -> str:
-        return json.dumps(self.args, ensure_ascii=False)
+        return json.dumps(self.args, ensure_ascii=self.ascii)
 
     def pieces(self) -> list[str]:
         text, cuts = self.text, sorted({c % (len(self.text) + 1) for c in self.cuts})
@@ -97,14 +99,15 @@ class Call:
 
 
 def calls() -> st.SearchStrategy[list[Call]]:
-    one = st.builds(
-        lambda name, cuts: (name, cuts),
+    one = st.tuples(
         st.sampled_from(KEPT_NAMES + REFUSED_NAMES),
-        st.lists(st.integers(0, 60), max_size=6).map(tuple),
+        st.lists(st.integers(0, 90), max_size=6).map(tuple),
+        st.booleans(),
     )
     return st.lists(one, min_size=1, max_size=4).map(
         lambda xs: [
-            Call(n, f"mark{i}q{'K' if n in KEPT_NAMES else 'R'}", c) for i, (n, c) in enumerate(xs)
+            Call(n, f"mark{i}q{'K' if n in KEPT_NAMES else 'R'}", c, a)
+            for i, (n, c, a) in enumerate(xs)
         ]
     )
 
@@ -122,8 +125,11 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     return _sse({**doc, "choices": [choice]})
 
 
-def openai_stream(proposed: list[Call], order: list[int], share: bool) -> bytes:
-    """Each call's fragments in its own order; ``order`` picks which call speaks next."""
+def openai_stream(
+    proposed: list[Call], order: list[int], share: bool, words: tuple[str, ...] = ()
+) -> bytes:
+    """Each call's fragments in its own order; ``order`` picks which call speaks next;
+    the text ``words`` go one before each of the first fragments, the rest after them."""
     queues: list[list[dict[str, Any]]] = []
     for i, c in enumerate(proposed):
         pieces = c.pieces()
@@ -138,6 +144,8 @@ def openai_stream(proposed: list[Call], order: list[int], share: bool) -> bytes:
     pending: list[dict[str, Any]] = []
     turn = 0
     while any(queues):
+        if turn < len(words):
+            frames.append(_chunk({"content": words[turn]}))
         who = order[turn % len(order)] % len(queues) if order else 0
         turn += 1
         live = [q for q in queues if q]
@@ -148,12 +156,14 @@ def openai_stream(proposed: list[Call], order: list[int], share: bool) -> bytes:
             pending = []
     if pending:
         frames.append(_chunk({"tool_calls": pending}))
+    frames.extend(_chunk({"content": w}) for w in words[turn:])  # the words left over
     frames.append(_chunk({}, "tool_calls"))
     frames.append(_sse("[DONE]"))
     return b"".join(frames)
 
 
-def anthropic_stream(proposed: list[Call]) -> bytes:
+def anthropic_stream(proposed: list[Call], words: tuple[str, ...] = ()) -> bytes:
+    """A text block of ``words`` (when there are any), then each call's ``tool_use``."""
     usage = {"input_tokens": 1, "output_tokens": 1}
     message: dict[str, Any] = {
         "id": "msg_1",
@@ -166,8 +176,28 @@ def anthropic_stream(proposed: list[Call]) -> bytes:
         "usage": usage,
     }
     frames = [_sse({"type": "message_start", "message": message}, "message_start")]
-    for i, c in enumerate(proposed):
-        block = {"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": {}}
+    first = 0
+    if words:
+        first = 1
+        text = {"type": "text", "text": ""}
+        frames.append(
+            _sse(
+                {"type": "content_block_start", "index": 0, "content_block": text},
+                "content_block_start",
+            )
+        )
+        for w in words:
+            delta = {"type": "text_delta", "text": w}
+            frames.append(
+                _sse(
+                    {"type": "content_block_delta", "index": 0, "delta": delta},
+                    "content_block_delta",
+                )
+            )
+        frames.append(_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+    for pos, c in enumerate(proposed):
+        i = first + pos
+        block = {"type": "tool_use", "id": f"toolu_{pos}", "name": c.name, "input": {}}
         start = {"type": "content_block_start", "index": i, "content_block": block}
         frames.append(_sse(start, "content_block_start"))
         for p in c.pieces():
@@ -206,30 +236,36 @@ def _events(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def openai_calls(text: str) -> tuple[list[tuple[str, str, Any]], str | None]:
-    """The calls the client assembles from the stream (id, name, arguments), its finish."""
+Read = tuple[list[tuple[str, str, Any]], str | None, str]
+
+
+def openai_calls(text: str) -> Read:
+    """What the client assembles from the stream: the calls (id, name, arguments), the
+    finish reason and the text."""
     frames = _events(text)
     assert frames[-1][1] == "[DONE]", frames[-3:]
     got: dict[int, dict[str, Any]] = {}
-    finish = None
+    finish, said = None, ""
     for _, data in frames[:-1]:
         chunk = json.loads(data)
         ChatCompletionChunk.model_validate(chunk)
         for choice in chunk["choices"]:
             finish = choice.get("finish_reason") or finish
+            said += choice["delta"].get("content") or ""
             for frag in choice["delta"].get("tool_calls") or []:
                 slot = got.setdefault(frag["index"], {"id": "", "name": "", "args": ""})
                 slot["id"] += frag.get("id") or ""
                 fn = frag.get("function") or {}
                 slot["name"] += fn.get("name") or ""
                 slot["args"] += fn.get("arguments") or ""
-    return [(s["id"], s["name"], json.loads(s["args"])) for _, s in sorted(got.items())], finish
+    calls = [(s["id"], s["name"], json.loads(s["args"])) for _, s in sorted(got.items())]
+    return calls, finish, said
 
 
-def anthropic_calls(text: str) -> tuple[list[tuple[str, str, Any]], str | None]:
+def anthropic_calls(text: str) -> Read:
     frames = _events(text)
     blocks: dict[int, dict[str, Any]] = {}
-    stop = None
+    stop, said = None, ""
     for name, data in frames:
         event = json.loads(data)
         assert event["type"] == name
@@ -239,12 +275,13 @@ def anthropic_calls(text: str) -> tuple[list[tuple[str, str, Any]], str | None]:
             blocks[event["index"]] = {"id": b["id"], "name": b["name"], "args": ""}
         elif name == "content_block_delta" and event["delta"]["type"] == "input_json_delta":
             blocks[event["index"]]["args"] += event["delta"]["partial_json"]
+        elif name == "content_block_delta" and event["delta"]["type"] == "text_delta":
+            said += event["delta"]["text"]
         elif name == "message_delta":
             stop = event["delta"].get("stop_reason")
     assert frames and frames[-1][0] == "message_stop", frames[-2:]
-    return [
-        (b["id"], b["name"], json.loads(b["args"] or "{}")) for _, b in sorted(blocks.items())
-    ], stop
+    calls = [(b["id"], b["name"], json.loads(b["args"] or "{}")) for _, b in sorted(blocks.items())]
+    return calls, stop, said
 
 
 async def _turn(wire: str) -> httpx.Response:
@@ -263,21 +300,30 @@ async def _turn(wire: str) -> httpx.Response:
 
 
 def check(
-    wire: str, proposed: list[Call], order: list[int], share: bool, offsets: list[int]
+    wire: str,
+    proposed: list[Call],
+    order: list[int],
+    share: bool,
+    offsets: list[int],
+    words: tuple[str, ...] = (),
 ) -> None:
-    body = openai_stream(proposed, order, share) if wire == "openai" else anthropic_stream(proposed)
+    if wire == "openai":
+        body = openai_stream(proposed, order, share, words)
+    else:
+        body = anthropic_stream(proposed, words)
     _PIECES["body"] = _cut(body, offsets)
     r = asyncio.run(_turn(wire))
     assert r.status_code == 200, r.text
     for c in proposed:
         if not c.kept:
             assert c.marker not in r.text, (c, r.text)
-    got, finish = (openai_calls if wire == "openai" else anthropic_calls)(r.text)
+    got, finish, said = (openai_calls if wire == "openai" else anthropic_calls)(r.text)
     kept = [(i, c) for i, c in enumerate(proposed) if c.kept]
     prefix = "call_" if wire == "openai" else "toolu_"
     assert got == [(f"{prefix}{i}", c.name, c.args) for i, c in kept], (got, proposed)
     ended = ("tool_calls", "tool_use") if kept else ("stop", "end_turn")
     assert finish == ended[0 if wire == "openai" else 1]
+    assert said.startswith("".join(words)), (said, words)  # the text, as the upstream wrote it
 
 
 def _budget(prop: Any) -> None:
@@ -285,23 +331,30 @@ def _budget(prop: Any) -> None:
 
 
 PARALLEL = [
-    Call("get_user", "mark0qK", (3, 9, 17)),
+    Call("get_user", "mark0qK", (3, 9, 17), True),
     Call("deny_thing", "mark1qR", (1, 2, 5, 30)),
-    Call("fetch_url", "mark2qK", (0, 44)),
-    Call("frobnicate", "mark3qR", (7,)),
+    Call("fetch_url", "mark2qK", (0, 44, 45, 46)),
+    Call("frobnicate", "mark3qR", (7,), True),
 ]
+WORDS = ("Let me ", "look ✓ ", "that up.")
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 @pytest.mark.fak_theorem("D10.2", "D10.5")
 def test_a_refused_calls_deltas_never_reach_the_client_in_any_chunking(wire: str) -> None:
-    def prop(proposed: list[Call], order: list[int], share: bool, offsets: list[int]) -> None:
-        check(wire, proposed, order, share, offsets)
+    def prop(
+        proposed: list[Call],
+        order: list[int],
+        share: bool,
+        offsets: list[int],
+        words: tuple[str, ...],
+    ) -> None:
+        check(wire, proposed, order, share, offsets, words)
 
     whole = (
-        openai_stream(PARALLEL, [1, 0, 3, 2], True)
+        openai_stream(PARALLEL, [1, 0, 3, 2], True, WORDS)
         if wire == "openai"
-        else anthropic_stream(PARALLEL)
+        else anthropic_stream(PARALLEL, WORDS)
     )
     every_byte = list(range(1, len(whole)))
     explicit = given(
@@ -309,7 +362,8 @@ def test_a_refused_calls_deltas_never_reach_the_client_in_any_chunking(wire: str
         order=st.lists(st.integers(0, 3), max_size=12),
         share=st.booleans(),
         offsets=st.lists(st.integers(1, 4000), max_size=24),
+        words=st.lists(st.text("ab ✓é", min_size=1, max_size=4), max_size=3).map(tuple),
     )(prop)
-    explicit = example(PARALLEL, [1, 0, 3, 2], True, every_byte)(explicit)
-    explicit = example(PARALLEL[1::2], [], False, [])(explicit)
+    explicit = example(PARALLEL, [1, 0, 3, 2], True, every_byte, WORDS)(explicit)
+    explicit = example(PARALLEL[1::2], [], False, [], ())(explicit)
     _budget(explicit)
