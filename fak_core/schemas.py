@@ -62,12 +62,12 @@ def _uses(doc: Any, keywords: frozenset[str]) -> bool:
 
 def _non_finite(doc: Any) -> str | None:
     """Where the first NaN or infinity in ``doc`` is (document order), or None; iterative,
-    one visit per value."""
+    one visit per value. ``doc`` is a table or a boolean, so a place is never the root."""
     stack: list[tuple[Any, tuple[str, ...]]] = [(doc, ())]
     while stack:
         value, parts = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
-            return "/".join(parts) or "(root)"
+            return "/".join(parts)
         if isinstance(value, Mapping):
             items = [(v, (*parts, str(k))) for k, v in value.items()]
         elif isinstance(value, list):
