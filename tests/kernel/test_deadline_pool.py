@@ -65,6 +65,12 @@ class Hang:
         _until(lambda: self.began == count)
 
 
+def free(pool: DeadlinePool) -> None:
+    """Wait until the pool's one worker has marked itself free (a fixed sleep flakes on a
+    loaded machine, where the next call would then start a second worker)."""
+    _until(lambda: pool._idle == 1)
+
+
 def _boom(x: int) -> int:
     raise KeyError(f"k{x}")
 
@@ -78,12 +84,12 @@ def test_in_time_answers_the_value_or_the_exception_and_reuses_a_free_worker(
     try:
         for x in (0, 1, -7, 10**6):
             assert pool.run(lambda v: v * 2, x, timeout=5) == x * 2
-            time.sleep(0.02)  # the worker hands its answer back, then becomes free
+            free(pool)  # the worker hands its answer back, then becomes free
             with pytest.raises(KeyError, match=f"k{x}"):
                 pool.run(_boom, x, timeout=5)
-            time.sleep(0.02)
+            free(pool)
             assert pool.run(lambda: None, timeout=5) is None
-            time.sleep(0.02)
+            free(pool)
         assert pool.stuck == 0
         assert pool.threads == 1  # one call at a time: the free worker is reused
     finally:
