@@ -86,7 +86,9 @@ def test_a_plain_function_is_an_admitter_answering_its_return(kind: VerdictKind)
 
 
 @pytest.mark.fak_theorem("D1")
-@pytest.mark.parametrize("obj", _NOT_CALLABLE, ids=repr)
+@pytest.mark.parametrize(
+    "obj", _NOT_CALLABLE, ids=lambda o: "object()" if type(o) is object else repr(o)
+)
 def test_what_is_neither_adjudicator_nor_function_is_refused(obj: object) -> None:
     k = _bare()
     with pytest.raises(TypeError):
