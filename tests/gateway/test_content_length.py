@@ -36,10 +36,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
-from starlette.types import ASGIApp, Message
+from starlette.types import ASGIApp
 
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_routes
 from fak_core.gateway.app import create_app
+from tests.gateway.asgi_once import CLIENT, asgi_post, status_of
 from tests.gateway.support import make_kernel
 from tests.gateway_proxies.kernels import make_kernel as proxy_kernel
 from tests.gateway_proxies.scripted_upstream import Script, ScriptedUpstream
@@ -113,45 +114,14 @@ def asgi(
 ) -> int:
     """POST ``body`` to ``app`` with exactly ``headers``; the status answered (500 for an
     exception that escapes the app, as a server would answer it)."""
-    sent: list[Message] = []
-    done = anyio.Event()
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def receive() -> Message:
-        if pending:
-            return pending.pop(0)
-        await done.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            done.set()
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", host), *headers],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 80),
-    }
 
     async def run() -> int:
         with anyio.fail_after(10):
             try:
-                await app(scope, receive, send)
+                sent = await asgi_post(app, path, body, [(b"host", host), *headers], CLIENT)
             except Exception:
                 return 500
-        starts = [m["status"] for m in sent if m["type"] == "http.response.start"]
-        assert len(starts) == 1, sent
-        return int(starts[0])
+        return status_of(sent)
 
     return asyncio.run(run())
 
@@ -205,31 +175,8 @@ def test_a_non_ascii_or_signed_length_is_refused_with_the_envelope(
 ) -> None:
     """The refusal is the gateway's envelope saying what to fix."""
     raw = wire_bytes(value)
-    sent: list[Message] = []
-
-    async def go() -> None:
-        pending = [{"type": "http.request", "body": b"{}", "more_body": False}]
-
-        async def receive() -> Message:
-            return pending.pop(0) if pending else {"type": "http.disconnect"}
-
-        async def send(message: Message) -> None:
-            sent.append(message)
-
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": "/v1/fak/adjudicate",
-            "query_string": b"",
-            "headers": [
-                (b"host", b"127.0.0.1"),
-                (b"content-type", b"text/plain"),
-                (b"content-length", raw),
-            ],
-        }
-        await gateway(scope, receive, send)
-
-    asyncio.run(go())
+    headers = [(b"host", b"127.0.0.1"), (b"content-type", b"text/plain"), (b"content-length", raw)]
+    sent = asyncio.run(asgi_post(gateway, "/v1/fak/adjudicate", b"{}", headers))
     assert sent[0]["status"] == 400, (value, sent)
     doc = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
     assert doc["error"]["type"] == "invalid_request_error"

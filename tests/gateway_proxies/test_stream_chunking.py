@@ -39,7 +39,9 @@ from starlette.routing import Route
 
 from fak_core.gateway import UpstreamConfig, proxy_routes
 
+from .inprocess import post_turn
 from .kernels import make_state
+from .test_malformed_upstream import START
 
 KEPT_NAMES = ("get_user", "fetch_url")
 REFUSED_NAMES = ("deny_thing", "frobnicate", "hold_thing", "wire_money")
@@ -164,17 +166,7 @@ def openai_stream(
 
 def anthropic_stream(proposed: list[Call], words: tuple[str, ...] = ()) -> bytes:
     """A text block of ``words`` (when there are any), then each call's ``tool_use``."""
-    usage = {"input_tokens": 1, "output_tokens": 1}
-    message: dict[str, Any] = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": usage,
-    }
+    message: dict[str, Any] = {**START["message"], "stop_sequence": None}
     frames = [_sse({"type": "message_start", "message": message}, "message_start")]
     first = 0
     if words:
@@ -210,7 +202,9 @@ def anthropic_stream(proposed: list[Call], words: tuple[str, ...] = ()) -> bytes
             )
         frames.append(_sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
     end = {"stop_reason": "tool_use", "stop_sequence": None}
-    frames.append(_sse({"type": "message_delta", "delta": end, "usage": usage}, "message_delta"))
+    frames.append(
+        _sse({"type": "message_delta", "delta": end, "usage": message["usage"]}, "message_delta")
+    )
     frames.append(_sse({"type": "message_stop"}, "message_stop"))
     return b"".join(frames)
 
@@ -290,13 +284,7 @@ async def _turn(wire: str) -> httpx.Response:
         "stream": True,
         "messages": [{"role": "user", "content": "go"}],
     }
-    path = "/v1/chat/completions"
-    if wire == "anthropic":
-        path, doc["max_tokens"] = "/v1/messages", 16
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
-    ) as c:
-        return await c.post(path, json=doc)
+    return await post_turn(_APP, wire, doc)
 
 
 def check(
