@@ -16,10 +16,16 @@ number) for different items; the exact path decides it by canonical keys in line
 Every regular expression a schema applies to the arguments runs on one linear-time engine
 on both paths (:mod:`fak_core.schemaregex`); a pattern that engine cannot take is refused
 here, with the JSON pointer of the pattern, never handed to a backtracking engine.
+
+A schema holding a number that is not finite (TOML's ``nan`` and ``inf``, the ``NaN``,
+``Infinity`` and ``1e400`` Python's JSON reader takes) is refused naming where: JSON has
+no such numbers, jsonschema-rs reads them as ``null`` (``{"const": nan}`` would then let a
+``null`` through, which ``jsonschema`` refuses), and a ``maximum`` of NaN bounds nothing.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +58,24 @@ def _uses(doc: Any, keywords: frozenset[str]) -> bool:
     if isinstance(doc, list):
         return any(_uses(v, keywords) for v in doc)
     return False
+
+
+def _non_finite(doc: Any) -> str | None:
+    """Where the first NaN or infinity in ``doc`` is (document order), or None; iterative,
+    one visit per value. ``doc`` is a table or a boolean, so a place is never the root."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(doc, ())]
+    while stack:
+        value, parts = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return "/".join(parts)
+        if isinstance(value, Mapping):
+            items = [(v, (*parts, str(k))) for k, v in value.items()]
+        elif isinstance(value, list):
+            items = [(v, (*parts, str(i))) for i, v in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
 
 
 def _path(parts: Any) -> str:
@@ -90,6 +114,11 @@ def compile_schema(schema: Mapping[str, Any] | bool, tool: str = "") -> Compiled
             f"{label} must be a JSON object or a boolean, not {type(schema).__name__}"
         )
     doc: Any = dict(schema) if isinstance(schema, Mapping) else schema
+    if (where := _non_finite(doc)) is not None:
+        raise InvalidSchemaError(
+            f"{label} holds a number that is not finite at {where}: JSON has no NaN or "
+            "infinity; write a finite number there"
+        )
     cls = jsonschema.validators.validator_for(doc, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(doc)

@@ -109,7 +109,8 @@ class McpHttpEndpoint:
         if not more:
             error = depth_error(body)
             if error is not None:
-                payload = error.model_dump(by_alias=True, exclude_none=True)
+                # exclude_unset, as the SDK writes its own: an unknown id stays, as null
+                payload = error.model_dump(by_alias=True, exclude_unset=True)
                 await Response(dumps(payload), 400, media_type="application/json")(
                     scope, receive, send
                 )

@@ -256,8 +256,6 @@ class McpProxy:
         self.prefix = len(specs) > 1 if prefix is None else prefix
         if not self.prefix and len(specs) > 1:
             raise ValueError("several downstream servers need prefixed tool names")
-        #: Between server and tool in exposed names ("" when names pass through).
-        self.separator = PREFIX_SEPARATOR if self.prefix else ""
         if self.prefix:
             # the floor reads allow_prefix against each tool's own name, never the server's
             kernel.floor.scope_names(PREFIX_SEPARATOR)
@@ -390,7 +388,8 @@ class McpProxy:
         return f"its metadata failed the result screen ({reason})"
 
     def visible(self, name: str) -> bool:
-        return tool_visible(self.kernel.policy, name, self.separator)
+        # the floor's own reading of names, so the listing and the decision never disagree
+        return tool_visible(self.kernel.policy, name, self.kernel.floor.separator)
 
     async def list_tools(self) -> list[types.Tool]:
         """The tools the client may see: listed downstream, renamed, allowed by name."""

@@ -317,7 +317,12 @@ async def run_stdio(
     """Serve the MCP tools over stdin/stdout (one JSON-RPC message per line) until EOF."""
     server = build_mcp_server(state)
     checked = _CheckedStdin(stdin if stdin is not None else sys.stdin.buffer, max_frame)
-    async with stdio_server(stdin=checked, stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+    # the SDK leaves the ends it hands out open: they are closed here, on the way out
+    async with (
+        stdio_server(stdin=checked, stdout=stdout) as (read_stream, write_stream),  # type: ignore[arg-type]
+        read_stream,
+        write_stream,
+    ):
         checked.replies = write_stream
         checked.ready.set()
         await server.run(read_stream, write_stream, server.create_initialization_options())

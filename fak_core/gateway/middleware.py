@@ -42,6 +42,7 @@ __all__ = [
     "JournalScopeMiddleware",
     "LOOPBACK_NAMES",
     "allowed_hosts_for",
+    "content_length",
     "TraceMiddleware",
     "MINTED_KEY",
     "TRACE_HEADER",
@@ -65,6 +66,22 @@ def header_value(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return quote(text, safe=_HEADER_SAFE, errors="surrogatepass")
+
+
+def content_length(value: str | None) -> int | None:
+    """The length a ``Content-Length`` value declares, else None (no value, or not a length).
+
+    RFC 9110 (8.6) writes it ``1*DIGIT``, and ``DIGIT`` is ASCII ``0``-``9`` only: a sign, an
+    underscore, a superscript or any other Unicode digit (which ``str.isdigit`` and ``int``
+    accept, or accept and then fail on) is not a length. Blanks (space, tab) around the
+    value are the field's own white space and are read past.
+    """
+    if value is None:
+        return None
+    text = value.strip(" \t")
+    if not text or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -195,12 +212,11 @@ class BodyLimitMiddleware:
         limit = self.limit()
         declared = _header(scope, b"content-length")
         if declared is not None:
-            try:
-                length = int(declared)
-            except ValueError:
-                await error_response(400, "Content-Length must be a whole number")(
-                    scope, receive, send
-                )
+            length = content_length(declared)
+            if length is None:
+                await error_response(
+                    400, "Content-Length must be a whole number (ASCII digits 0-9)"
+                )(scope, receive, send)
                 return
             if length > limit:
                 await self._too_large(scope, receive, send, limit)
@@ -287,7 +303,7 @@ def _host_name(host: str) -> str:
     if host.startswith("["):
         return host[1 : host.find("]")] if "]" in host else host
     name, colon, port = host.rpartition(":")
-    return name if colon and port.isdigit() and ":" not in name else host
+    return name if colon and port.isascii() and port.isdigit() and ":" not in name else host
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -335,7 +351,8 @@ class HostOriginMiddleware:
             length = seen.get(b"content-length")
             chunked = b"transfer-encoding" in seen
             # A Content-Length that is not a number is BodyLimitMiddleware's 400.
-            if chunked or (length is not None and length.strip().isdigit() and int(length) > 0):
+            declared = content_length(length)
+            if chunked or (declared is not None and declared > 0):
                 return (
                     415,
                     "a POST body must be sent as Content-Type: application/json, not "

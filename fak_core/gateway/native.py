@@ -82,13 +82,12 @@ def claim_session(state: GatewayState, request: Request, trace: str) -> dict[str
 
 async def journal_row(state: GatewayState, fields: dict[str, str]) -> None:
     """Record a row (reset, policy reload) and wait until it is committed; without a
-    journal this does nothing. :class:`JournalError` if it cannot be recorded."""
+    journal this does nothing. :class:`JournalError` if it cannot be recorded. A field not
+    given is stored as the empty text (:meth:`Journal.record_fields`)."""
     journal = state.journal
     if journal is None:
         return
-    journal.record_fields(
-        {"trace": "", "tool": "", "args_digest": "", "verdict": "", "reason": "", **fields}
-    )
+    journal.record_fields(fields)
     await state.durable()
 
 

@@ -16,6 +16,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import Response
 
+from fak_core.gateway.middleware import content_length
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.upstream import UpstreamError, transport_error
 from fak_core.journal import JournalError
@@ -42,9 +43,11 @@ class BodyTooLarge(Exception):
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The whole body, refusing as soon as it grows past ``limit`` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
+    """The whole body, refusing as soon as it grows past ``limit`` bytes (at once when its
+    ``Content-Length`` says so; a value that is not ASCII digits declares no length, and the
+    gateway's body cap answers it 400 before a route runs)."""
+    declared = content_length(request.headers.get("content-length"))
+    if declared is not None and declared > limit:
         raise BodyTooLarge(limit)
     chunks: list[bytes] = []
     size = 0

@@ -72,6 +72,10 @@ DEFAULT_DECIDE_TIMEOUT = 5.0
 DEFAULT_MAX_TOOL_CALLS = 64
 DECIDE_WORKERS = 16
 #: Arguments up to this size are decided inline when the kernel cannot wait (see ``_inline``).
+#: A call over it goes to the decision pool even so: a non-blocking chain still parses,
+#: screens and validates the arguments, in time linear in their size (up to the body cap),
+#: and inline that time would stall the event loop, every other request with it; on a
+#: worker the loop goes on and the deadline bounds the answer. A7.5 states the bound in bytes.
 INLINE_ARGS_BYTES = 64 << 10
 _JSON_WS = " \t\r\n"
 #: White space as the OpenAPI document's ``pattern: \S`` sees it (ECMA-262 ``\s``): a tool

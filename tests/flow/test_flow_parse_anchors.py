@@ -39,6 +39,7 @@ from fak_core.flow.model import (
     load_flow,
 )
 from fak_core.flow.refs import CapabilityRef
+from tests.flow.documents import copy_doc, get_at, join, refused_at, set_at
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -255,10 +256,6 @@ def test_a_document_loads_to_the_flow_it_spells(built: Built) -> None:
 
 
 # ------------------------------------------------------------------------------ breakage
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
 # (path into the document, kind) of every part a breakage can hit
 Site = tuple[tuple[Any, ...], str, str]
 
@@ -344,7 +341,7 @@ def sites(value: Any, kind: str, where: tuple[Any, ...] = (), path: str = "") ->
     if kind in FIELDS:
         for key, sub in FIELDS[kind].items():
             if key in value and value[key] is not None:
-                yield from sites(value[key], sub, (*where, key), _join(path, key))
+                yield from sites(value[key], sub, (*where, key), join(path, key))
     elif kind.startswith("list:"):
         for i, item in enumerate(value):
             yield from sites(item, kind[5:], (*where, i), f"{path}[{i}]")
@@ -355,8 +352,8 @@ def sites(value: Any, kind: str, where: tuple[Any, ...] = (), path: str = "") ->
 def _json_sites(value: Any, where: tuple[Any, ...], path: str) -> Iterator[Site]:
     if isinstance(value, dict):
         for k, v in value.items():
-            yield (*where, k), "json", _join(path, k)
-            yield from _json_sites(v, (*where, k), _join(path, k))
+            yield (*where, k), "json", join(path, k)
+            yield from _json_sites(v, (*where, k), join(path, k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield (*where, i), "json", f"{path}[{i}]"
@@ -400,43 +397,31 @@ BAD_VALUES["ref:tool"] = BAD_VALUES["ref:extension"] = BAD_VALUES["ref:skill"]
 BAD_VALUES["opttext"] = BAD_VALUES["text"][:3]  # a format of null is no format
 
 
-def _set(doc: Any, where: tuple[Any, ...], value: Any) -> None:
-    for key in where[:-1]:
-        doc = doc[key]
-    doc[where[-1]] = value
-
-
-def _get(doc: Any, where: tuple[Any, ...]) -> Any:
-    for key in where:
-        doc = doc[key]
-    return doc
-
-
 def breakages(
     doc: dict[str, Any], where: tuple[Any, ...], kind: str, path: str
 ) -> list[tuple[Callable[[Any], None], str, str]]:
     """Every single break of the part at ``where``: (edit, expected path, expected text)."""
     out: list[tuple[Callable[[Any], None], str, str]] = []
-    here = _get(doc, where)
+    here = get_at(doc, where)
 
     def put(value: Any) -> Callable[[Any], None]:
-        return lambda d: _set(d, where, value) if where else None
+        return lambda d: set_at(d, where, value) if where else None
 
     if kind in TABLES:
         allowed, required = TABLES[kind]
         out.append(
             (
-                lambda d: _get(d, where).update(zz=1),
-                _join(path, "zz"),
+                lambda d: get_at(d, where).update(zz=1),
+                join(path, "zz"),
                 "unknown key; valid keys: " + ", ".join(allowed),
             )
         )
-        out.append((lambda d: _get(d, where).update({2: 1}), _join(path, "2"), "unknown key"))
+        out.append((lambda d: get_at(d, where).update({2: 1}), join(path, "2"), "unknown key"))
         for key in required:
             out.append(
                 (
-                    lambda d, key=key: _get(d, where).pop(key),
-                    _join(path, key),
+                    lambda d, key=key: get_at(d, where).pop(key),
+                    join(path, key),
                     "required key is missing",
                 )
             )
@@ -445,7 +430,7 @@ def breakages(
             out.append((put("x"), path, "expected a table/object, got a string"))
         if kind == "input" and "sources" not in here and "source" not in here:
             out.append(
-                (lambda d: _get(d, where).update(source="a.b", sources=["a.b"]), path, "not both")
+                (lambda d: get_at(d, where).update(source="a.b", sources=["a.b"]), path, "not both")
             )
     elif kind.startswith("list:"):
         out.append((put("x"), path, "expected a list, got a string"))
@@ -454,23 +439,27 @@ def breakages(
             out.append((put([]), path, "expected at least one node"))
     elif kind == "runtime":
         out.append((put([here]), path, "expected a table/object, got a list"))
-        out.append((lambda d: _get(d, where).update({3: 1}), path, "expected string keys, got 3"))
+        out.append((lambda d: get_at(d, where).update({3: 1}), path, "expected string keys, got 3"))
         for key in ("max_tokens", "timeout_s"):
             for bad, text in BAD_VALUES["int"]:
                 out.append(
                     (
-                        lambda d, key=key, bad=bad: _get(d, where).update({key: bad}),
+                        lambda d, key=key, bad=bad: get_at(d, where).update({key: bad}),
                         f"{path}.{key}",
                         text,
                     )
                 )
         out.append(
-            (lambda d: _get(d, where).update(nest={4: "x"}), f"{path}.nest", "expected string keys")
+            (
+                lambda d: get_at(d, where).update(nest={4: "x"}),
+                f"{path}.nest",
+                "expected string keys",
+            )
         )
     for bad, text in BAD_VALUES.get(kind, []):
         if (
             kind == "json"
-            and isinstance(_get(doc, where[:-1]), dict)
+            and isinstance(get_at(doc, where[:-1]), dict)
             and where[-1] in ("max_tokens", "timeout_s")
             and len(where) == 4
         ):
@@ -483,26 +472,13 @@ def every_break(doc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, str]
     """Every document ``doc`` gives with a single part broken: (document, path, text)."""
     for where, kind, path in list(sites(doc, "flow")):
         for edit, bad_path, text in breakages(doc, where, kind, path):
-            copy_ = _copy(doc)
+            copy_ = copy_doc(doc)
             edit(copy_)
             yield copy_, bad_path, text
 
 
-def _copy(value: Any) -> Any:
-    """A copy of a JSON document (faster than ``copy.deepcopy``)."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
 def check_refused(doc: dict[str, Any], path: str, text: str) -> None:
-    with pytest.raises(FlowSpecError) as info:
-        flow_from_dict(doc, "gen.json")
-    err = info.value
-    assert (err.origin, err.path) == ("gen.json", path), err
-    assert text in err.expected, err
+    err = refused_at(lambda: flow_from_dict(doc, "gen.json"), "gen.json", path, text)
     assert str(err) == (
         f"gen.json: {path}: {err.expected}" if path else f"gen.json: {err.expected}"
     )
@@ -702,7 +678,7 @@ def test_a_key_repeated_at_any_depth_is_refused(
 ) -> None:
     doc = _no_nulls(built.doc)
     where = data.draw(st.sampled_from(list(_objects(doc))))
-    first = next(iter(_get(doc, where)))
+    first = next(iter(get_at(doc, where)))
     f = _write(fmt, data.draw(st.sampled_from(SUFFIXES[fmt])), doc, where, False)
     with pytest.raises(FlowSpecError) as info:
         load_flow(f)

@@ -25,6 +25,7 @@ from fak_core.flow.resolver import (
     User,
     VersionInfo,
 )
+from tests.flow.documents import copy_doc, get_at, join, refused_at, set_at
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TEXT = st.text(alphabet="ab Z9-_./:*é", min_size=1, max_size=6)
@@ -45,15 +46,22 @@ class Expected:
     private: list[str] = field(default_factory=list)
 
 
-def _strings(value: Any) -> list[str]:
-    """Every non-empty string inside ``value``, depth first (an auth block's secrets)."""
-    if isinstance(value, str):
-        return [value] if value else []
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
+def _auth() -> st.SearchStrategy[tuple[Any, list[str]]]:
+    """An auth block of any JSON shape, and beside it, built from the same draws, every
+    non-empty string it holds in document order: the values that must stay private."""
+    text = st.one_of(st.just(""), TEXT).map(lambda t: (t, [t] if t else []))
+    other = st.one_of(st.none(), st.booleans(), st.integers()).map(lambda v: (v, []))
+
+    def nest(kids: st.SearchStrategy[tuple[Any, list[str]]]) -> Any:
+        lists = st.lists(kids, max_size=2).map(
+            lambda xs: ([v for v, _ in xs], [t for _, ts in xs for t in ts])
+        )
+        tables = st.dictionaries(st.sampled_from(["type", "ref", "key"]), kids, max_size=2).map(
+            lambda d: ({k: v for k, (v, _) in d.items()}, [t for _, ts in d.values() for t in ts])
+        )
+        return st.one_of(lists, tables)
+
+    return st.recursive(st.one_of(text, other), nest, max_leaves=5)
 
 
 class Gen:
@@ -126,21 +134,9 @@ def workspaces(draw: st.DrawFn) -> Expected:
             gateway = g.maybe(c, "gateway", st.one_of(st.just(""), TEXT), "")
             if gateway:
                 exp.private.append(gateway)
-            auth = g.maybe(
-                c,
-                "auth",
-                st.one_of(
-                    st.none(),
-                    TEXT,
-                    st.dictionaries(
-                        st.sampled_from(["type", "ref"]),
-                        st.one_of(TEXT, st.lists(TEXT, max_size=2), st.integers()),
-                        max_size=2,
-                    ),
-                ),
-                None,
-            )
-            exp.private.extend(_strings(auth))
+            if draw(st.booleans()):
+                c["auth"], secrets = draw(_auth())
+                exp.private.extend(secrets)
             versions: dict[str, VersionInfo] = {}
             if draw(st.booleans()):
                 c["versions"] = []
@@ -299,20 +295,6 @@ REQUIRED = {  # table kind -> required key -> (expected path suffix, text) when 
 Edit = Callable[[Any], None]
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _get(doc: Any, where: tuple[Any, ...]) -> Any:
-    for key in where:
-        doc = doc[key]
-    return doc
-
-
-def _set(doc: Any, where: tuple[Any, ...], value: Any) -> None:
-    _get(doc, where[:-1])[where[-1]] = value
-
-
 def sites(
     value: Any, kind: str, where: tuple[Any, ...] = (), path: str = ""
 ) -> Iterator[tuple[tuple[Any, ...], str, str]]:
@@ -320,7 +302,7 @@ def sites(
     if kind in FIELDS:
         for key, sub in FIELDS[kind].items():
             if key in value:
-                yield from sites(value[key], sub, (*where, key), _join(path, key))
+                yield from sites(value[key], sub, (*where, key), join(path, key))
     elif kind.startswith("list:"):
         for i, item in enumerate(value):
             yield from sites(item, kind[5:], (*where, i), f"{path}[{i}]")
@@ -335,26 +317,26 @@ def breakages(
     out: list[tuple[Edit, str, str]] = []
 
     def put(value: Any) -> Edit:
-        return lambda d: _set(d, where, value)
+        return lambda d: set_at(d, where, value)
 
     if kind in TABLES:
         allowed = TABLES[kind]
         out.append(
             (
-                lambda d: _get(d, where).update(zz=1),
-                _join(path, "zz"),
+                lambda d: get_at(d, where).update(zz=1),
+                join(path, "zz"),
                 "unknown key; valid keys: " + ", ".join(allowed),
             )
         )
         out.append(
             (
-                lambda d: _get(d, where).update(zz=1, yy=2),
-                _join(path, "zz"),
+                lambda d: get_at(d, where).update(zz=1, yy=2),
+                join(path, "zz"),
                 "unknown key",
             )
         )  # the first unknown key in the document's order is named
         for key, (suffix, text) in REQUIRED.get(kind, {}).items():
-            out.append((lambda d, key=key: _get(d, where).pop(key), _join(path, suffix), text))
+            out.append((lambda d, key=key: get_at(d, where).pop(key), join(path, suffix), text))
         if where:
             out.append((put(["x"]), path, "expected a table/object"))
     elif kind in LISTS:
@@ -370,7 +352,7 @@ def breakages(
 def every_break(doc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, str]]:
     for where, kind, path in list(sites(doc, "top")):
         for edit, bad_path, text in breakages(doc, where, kind, path):
-            broken = _copy(doc)
+            broken = copy_doc(doc)
             edit(broken)
             yield broken, bad_path, text
     yield from _duplicates(doc)
@@ -384,14 +366,14 @@ def _duplicates(doc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, str]
     ):
         items = doc.get(key) or []
         if items:
-            broken = _copy(doc)
-            broken[key].append(_copy(items[0]))
+            broken = copy_doc(doc)
+            broken[key].append(copy_doc(items[0]))
             yield broken, f"{key}[{len(items)}].{name_key}", what
     for i, cap in enumerate(doc.get("capabilities") or []):
         versions = cap.get("versions") or []
         if versions:
-            broken = _copy(doc)
-            broken["capabilities"][i]["versions"].append(_copy(versions[0]))
+            broken = copy_doc(doc)
+            broken["capabilities"][i]["versions"].append(copy_doc(versions[0]))
             yield (
                 broken,
                 f"capabilities[{i}].versions[{len(versions)}].version",
@@ -399,20 +381,8 @@ def _duplicates(doc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str, str]
             )
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
 def check_refused(doc: dict[str, Any], path: str, text: str) -> None:
-    with pytest.raises(FlowSpecError) as info:
-        FileWorkspace(doc, "ws.yaml")
-    err = info.value
-    assert (err.origin, err.path) == ("ws.yaml", path), err
-    assert text in err.expected, err
+    refused_at(lambda: FileWorkspace(doc, "ws.yaml"), "ws.yaml", path, text)
 
 
 @pytest.mark.fak_theorem("F1.8")

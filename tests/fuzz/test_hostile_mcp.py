@@ -11,13 +11,7 @@ ALLOW unless its arguments are a JSON object. The server must answer every ping.
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,76 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.gateway.mcp_stdio import Stdio
 from tests.gateway.support import POLICY_DOC
 
 from .oracle import allowed_kinds, is_json_object_arguments
 
-TIMEOUT = 20
 PARSE, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS = -32700, -32600, -32601, -32602
-
-
-class Stdio:
-    """``fak mcp`` with raw lines in and a queue of parsed lines out."""
-
-    def __init__(self, policy: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "fak_core.gateway.mcp_cli", "--policy", str(policy)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": os.getcwd()},
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        self.ids = itertools.count(1_000_000)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(b"")
-
-    def send(self, frame: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(frame + b"\n")
-        self.proc.stdin.flush()
-
-    def recv(self) -> dict[str, Any]:
-        line = self.lines.get(timeout=TIMEOUT)
-        assert line, "the MCP server closed its stdout"
-        return dict(json.loads(line))
-
-    def exchange(self, frame: bytes, answer_id: Any = None) -> list[dict[str, Any]]:
-        """Send ``frame`` then a ping; every message until the ping's reply has come and,
-        when ``answer_id`` is given, the reply with that id (requests are served
-        concurrently, so a slow reply may follow the ping's)."""
-        self.send(frame)
-        ping = next(self.ids)
-        self.send(json.dumps({"jsonrpc": "2.0", "id": ping, "method": "ping"}).encode())
-        got: list[dict[str, Any]] = []
-        pinged, answered = False, answer_id is None
-        while not (pinged and answered):
-            msg = self.recv()
-            if msg.get("id") == ping and "result" in msg:
-                assert msg["result"] == {}
-                pinged = True
-                continue
-            got.append(msg)
-            answered = answered or msg.get("id") == answer_id
-        return got
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            return self.proc.wait(TIMEOUT)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            assert self.proc.stdout is not None
-            self.proc.stdout.close()
 
 
 @pytest.fixture(scope="module")
@@ -105,19 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stdio]:
     policy.write_text(json.dumps(POLICY_DOC), encoding="utf-8")
     srv = Stdio(policy)
     try:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "fuzz", "version": "1"},
-            },
-        }
-        srv.send(json.dumps(init).encode())
-        assert srv.recv()["result"]["serverInfo"]["name"] == "fak-gateway"
-        srv.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        srv.handshake("fuzz")
         yield srv
     finally:
         assert srv.close() == 0

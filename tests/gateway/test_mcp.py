@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from starlette.applications import Starlette
 
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
+from tests.gateway.mcp_stdio import Stdio
 
 TIMEOUT = 30
 
@@ -98,62 +97,10 @@ def test_mcp_over_streamable_http_with_the_sdk_client(
     assert state.kernel.taint("m2").label == "tainted"
 
 
-class RawStdio:
-    """``fak mcp`` driven with raw lines; reads answers with a timeout."""
-
-    def __init__(self, policy_file: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "fak_core.gateway.mcp_cli", "--policy", str(policy_file)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": os.getcwd()},
-        )
-
-    def send(self, line: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + b"\n")
-        self.proc.stdin.flush()
-
-    def recv(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        box: list[bytes] = []
-        reader = threading.Thread(target=lambda: box.append(self.proc.stdout.readline()))  # type: ignore[union-attr]
-        reader.start()
-        reader.join(TIMEOUT)
-        assert box, "the MCP server did not answer"
-        assert box[0], "the MCP server closed its stdout"
-        return dict(json.loads(box[0]))
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            return self.proc.wait(TIMEOUT)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-
-
 def test_raw_bad_frames_get_error_codes_and_the_server_keeps_serving(policy_file: Path) -> None:
-    raw = RawStdio(policy_file)
+    raw = Stdio(policy_file)
     try:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        }
-        raw.send(json.dumps(init).encode())
-        assert raw.recv()["result"]["serverInfo"]["name"] == "fak-gateway"
-        raw.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        raw.handshake("raw", request_id=1)
 
         raw.send(b"this is not json {")
         r = raw.recv()

@@ -24,20 +24,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from fak_core.gateway.mcp_server import run_stdio
 from fak_core.gateway.state import GatewayState
+from tests.gateway.mcp_stdio import init_frame
 from tests.gateway.support import make_kernel
 
 MAX_FRAME = 400
 PARSE, INVALID_REQUEST = -32700, -32600
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "frames", "version": "1"},
-    },
-}
+INIT = init_frame("frames")
 
 
 class Lines:

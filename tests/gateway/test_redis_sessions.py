@@ -24,28 +24,12 @@ from fak_core.gateway.redis_sessions import RedisSessions
 from fak_core.gateway.sessions import SessionError
 from fak_core.redis_state import RedisState
 from fak_core.statedown import StateUnavailable
+from tests.gateway.test_sessions_model import OPERATOR, TOKENS, operations
 from tests.replicas.support import RedisServer, free_port
 
-OPERATOR = "operator-key-0123456789"
 URLSAFE = set(string.ascii_letters + string.digits + "-_")
 TRACES = st.sampled_from(["a", "b", "trace-c", "\u00e9t\u00e9", "x" * 40, "d"])
-TOKENS = st.one_of(
-    st.none(),
-    st.sampled_from([15, 16, 17, 255, 256, 257]).map(lambda n: "t" * n),
-    st.sampled_from(["token-one-0123456", "token-two-0123456", "token-three-01234"]),
-)
-OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("claim"), TRACES, TOKENS, st.booleans()),
-        st.tuples(
-            st.just("permits"),
-            TRACES,
-            st.one_of(TOKENS, st.just("<owner>"), st.just("")),
-            st.sampled_from([None, "", OPERATOR, "wrong-operator-key"]),
-        ),
-    ),
-    max_size=25,
-)
+OPS = operations(TRACES, st.one_of(TOKENS, st.just("")), 25)
 
 
 @pytest.fixture(scope="module")

@@ -31,18 +31,28 @@ TOKENS = st.one_of(
     st.sampled_from([15, 16, 17, 255, 256, 257]).map(lambda n: "t" * n),
     st.sampled_from(["token-one-0123456", "token-two-0123456", "token-three-01234"]),
 )
-OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("claim"), TRACES, TOKENS, st.booleans()),
-        st.tuples(
-            st.just("permits"),
-            TRACES,
-            st.one_of(TOKENS, st.just("<owner>")),
-            st.sampled_from([None, "", OPERATOR, "wrong-operator-key"]),
+
+
+def operations(
+    traces: st.SearchStrategy[str], presented: st.SearchStrategy[str | None], max_size: int
+) -> st.SearchStrategy[list[tuple[Any, ...]]]:
+    """Sequences of ``claim`` (trace, token, rebind) and ``permits`` (trace, presented
+    token or ``<owner>``, operator key) operations on a session table."""
+    return st.lists(
+        st.one_of(
+            st.tuples(st.just("claim"), traces, TOKENS, st.booleans()),
+            st.tuples(
+                st.just("permits"),
+                traces,
+                st.one_of(presented, st.just("<owner>")),
+                st.sampled_from([None, "", OPERATOR, "wrong-operator-key"]),
+            ),
         ),
-    ),
-    max_size=30,
-)
+        max_size=max_size,
+    )
+
+
+OPS = operations(TRACES, TOKENS, 30)
 URLSAFE = set(string.ascii_letters + string.digits + "-_")
 
 

