@@ -14,6 +14,7 @@ the report and sets the exit status from ``--fak-fail-on``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import importlib
 import shutil
@@ -554,6 +555,10 @@ class ProofSession:
             # the fixtures built without the mutant go; the next ones are built inside it
             with contextlib.suppress(Exception):
                 rebuild.teardown(item)
+        # the re-run gets its own copy of the context: a context variable the mutant
+        # leaves set (a scope never reset) must not leak into the control run or the
+        # next mutant, where it would fail real code or pass broken code
+        ctx = contextvars.copy_context()
         cm = m.applied()
         try:
             cm.__enter__()
@@ -572,8 +577,8 @@ class ProofSession:
                 if fresh:
                     # a fixture the mutant breaks is a failure the witness shows (the
                     # control run checks the fixtures build without it)
-                    rebuild.setup(item)
-                item.runtest()
+                    ctx.run(rebuild.setup, item)
+                ctx.run(item.runtest)
         except MutantTimeout:
             outcome = TIMEOUT
         except pytest.skip.Exception:
@@ -594,7 +599,7 @@ class ProofSession:
         if fresh:
             # torn down inside the mutant, as they were built; their errors are not kills
             with contextlib.suppress(Exception):
-                rebuild.teardown(item)
+                ctx.run(rebuild.teardown, item)
         try:
             cm.__exit__(None, None, None)
         except (KeyboardInterrupt, SystemExit):
