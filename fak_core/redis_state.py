@@ -32,7 +32,7 @@ import secrets
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 import redis
 import redis.asyncio
@@ -63,23 +63,60 @@ end
 """
 
 
+_SCHEMES = ("redis", "rediss", "unix")
+
+
 class StateConfigError(ValueError):
     """A ``--state`` URL or Redis setting the gateway refuses to start with."""
 
 
 def parse_url(url: str) -> str:
-    """``redis://HOST:PORT/DB`` checked; the URL back, or :class:`StateConfigError`."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "unix"):
+    """``redis://HOST:PORT/DB`` checked; the URL back, or :class:`StateConfigError`.
+
+    The port and the database are ASCII digits (the redis URI scheme's ``DIGIT``): the
+    client reads them with ``int``, which also reads other scripts' digits (U+0661, an
+    Arabic-Indic one, is database 1) and silently drops a database it cannot read
+    (``"²"`` would be database 0, another application's). A ``unix://`` URL's path is its
+    socket; its database, as any URL's, may also be given as ``?db=N`` (each one given),
+    which the client reads before the path."""
+    try:
+        parts: SplitResult | None = urlsplit(url)
+    except ValueError:  # an IPv6 host without its bracket, or a netloc NFKC would change
+        parts = None
+    if parts is None or parts.scheme not in _SCHEMES or not url.startswith(parts.scheme + "://"):
         raise StateConfigError(
             f"--state {url}: expected redis://HOST:PORT/DB (or rediss:// or unix://)"
         )
-    if parts.scheme != "unix" and not parts.hostname:
-        raise StateConfigError(f"--state {url}: no host; expected redis://HOST:PORT/DB")
-    db = parts.path.strip("/")
-    if db and not db.isdigit():
-        raise StateConfigError(f"--state {url}: the database is a number, not {db!r}")
+    if parts.scheme == "unix":
+        if not parts.path:
+            raise StateConfigError(f"--state {url}: no socket; expected unix://PATH")
+    else:
+        if not parts.hostname:
+            raise StateConfigError(f"--state {url}: no host; expected redis://HOST:PORT/DB")
+        _port(url, parts)
+        _database(url, parts.path.strip("/"))
+    for db in parse_qs(parts.query).get("db", []):
+        _database(url, db)
     return url
+
+
+def _port(url: str, parts: SplitResult) -> None:
+    """No port, or one of ASCII digits from 1 to 65535 (the client reads 0 as none)."""
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise StateConfigError(f"--state {url}: the port is a number from 1 to 65535")
+
+
+def _database(url: str, db: str) -> None:
+    if db and not _digits(db):
+        raise StateConfigError(f"--state {url}: the database is a number, not {db!r}")
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 class RedisState:
@@ -209,7 +246,7 @@ def settings_problem(config: dict[Any, Any]) -> str | None:
             f"Redis maxmemory-policy is {policy or 'unknown'!r}: it may evict a taint mark, "
             "which would then read as clean; set maxmemory-policy noeviction"
         )
-    if conf.get("appendonly", "") != "yes":
+    if conf.get("appendonly") != "yes":
         return (
             "Redis appendonly is off: a restart would forget every write since the last "
             "snapshot, taint included; set appendonly yes (appendfsync everysec or always)"

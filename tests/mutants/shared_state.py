@@ -1,0 +1,60 @@
+"""Mutants for C4.4's shared state (``theorems/taint.md``): a ``--state`` URL read as the
+Redis client reads it, not as the redis URI scheme writes it.
+
+Each puts back a reading ``parse_url`` once had: the database checked with ``str.isdigit``
+(``"²"`` passes and the client, whose ``int`` cannot read it, silently uses database 0;
+an Arabic-Indic one, U+0661, passes and is database 1), the port not checked (``8²``
+raises in the client, a crash instead of a refusal; ``0`` is read as no port), the scheme
+compared after ``urlsplit`` lowercased it (``REDIS://`` passes and the client refuses it),
+and a ``unix://`` socket path read as a database (every socket refused).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fak_core.redis_state import _digits, parse_url
+from pytest_fak import mutant
+from tests.mutants.sourcepatch import edited
+
+__all__: list[str] = []
+
+
+@mutant("C4.4/url-db-isdigit")
+def url_db_isdigit() -> Any:
+    """The database is checked with ``str.isdigit``: superscripts and other scripts' digits
+    pass, and the client then connects to database 0 (``²``) or 1 (U+0661)."""
+    return edited(_digits, ("text.isascii() and text.isdigit()", "text.isdigit()"))
+
+
+@mutant("C4.4/url-port-unchecked")
+def url_port_unchecked() -> Any:
+    """The port is left to the client: ``8²`` or ``99999`` is a ``ValueError`` at start (a
+    crash, not a refusal), and port ``0`` connects to 6379."""
+    return edited(parse_url, ("        _port(url, parts)\n", ""))
+
+
+@mutant("C4.4/url-scheme-case")
+def url_scheme_case() -> Any:
+    """The scheme is checked after ``urlsplit`` lowercased it: ``REDIS://`` passes, and the
+    client, which reads only lowercase schemes, raises."""
+    return edited(
+        parse_url,
+        (
+            ' or not url.startswith(parts.scheme + "://")',
+            "",
+        ),
+    )
+
+
+@mutant("C4.4/unix-path-as-database")
+def unix_path_as_database() -> Any:
+    """A ``unix://`` URL's path (its socket) is read as a database number: every socket is
+    refused."""
+    return edited(
+        parse_url,
+        (
+            "    for db in parse_qs(",
+            '    _database(url, parts.path.strip("/"))\n    for db in parse_qs(',
+        ),
+    )
