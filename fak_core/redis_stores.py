@@ -270,7 +270,9 @@ class RedisHeldStore(HeldStore):
         held_id, _ = self.state.run(
             self._hold, self._keys, [key or "", payload, template, self.limit]
         )
-        return held_id.decode() if isinstance(held_id, bytes) else str(held_id)
+        return (
+            held_id.decode("utf-8", "surrogatepass") if isinstance(held_id, bytes) else str(held_id)
+        )
 
     def minted(self, text: str) -> bool:
         # Every stub the kernel issues is a short JSON object; anything else is not one, and

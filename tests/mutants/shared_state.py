@@ -1,5 +1,6 @@
-"""Mutants for C4.4's shared state (``theorems/taint.md``): a ``--state`` URL read as the
-Redis client reads it, not as the redis URI scheme writes it.
+"""Mutants for C4.4 and C4.7 (``theorems/taint.md``): a ``--state`` URL read as the
+Redis client reads it, not as the redis URI scheme writes it, and a held id decoded
+strictly.
 
 Each puts back a reading ``parse_url`` once had: the database checked with ``str.isdigit``
 (``"²"`` passes and the client, whose ``int`` cannot read it, silently uses database 0;
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fak_core.redis_state import _digits, parse_url
+from fak_core.redis_stores import RedisHeldStore
 from pytest_fak import mutant
 from tests.mutants.sourcepatch import edited
 
@@ -57,4 +59,14 @@ def unix_path_as_database() -> Any:
             "    for db in parse_qs(",
             '    _database(url, parts.path.strip("/"))\n    for db in parse_qs(',
         ),
+    )
+
+
+@mutant("C4.7/held-key-strict-utf8")
+def held_key_strict_utf8() -> Any:
+    """The shared held store decodes the id Redis hands back as strict UTF-8: a payload
+    held under a key with a lone surrogate raises where the in-memory store keeps it."""
+    return edited(
+        RedisHeldStore.hold,
+        ('held_id.decode("utf-8", "surrogatepass")', "held_id.decode()"),
     )
