@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fak_core.gateway.errors import error_response
 from fak_core.gateway.sessions import CALLER, trace_id_problem
+from fak_core.gateway.state import BLANK
 from fak_core.journal import request_scope
 
 __all__ = [
@@ -103,8 +104,8 @@ class TraceMiddleware:
             await self.app(scope, receive, send)
             return
         given = _header(scope, _TRACE_HEADER_B)
-        if given and given.strip():
-            trace = given.strip()
+        if given and given.strip(BLANK):
+            trace = given.strip(BLANK)
             problem = trace_id_problem(given)
             if problem is not None:
                 await error_response(400, f"X-Trace-Id: {problem}", param="trace_id")(

@@ -32,7 +32,7 @@ from fak_core.jsondepth import dumps
 from fak_core.policy import Policy, PolicyError, load_policy, policy_digest
 from fak_core.statedown import StateUnavailable
 
-__all__ = ["PolicySource", "json_response", "native_routes"]
+__all__ = ["NativeApi", "PolicySource", "json_response", "native_routes"]
 
 PRINCIPAL_HEADER = "x-fak-principal"
 
@@ -119,47 +119,56 @@ def _wire_errors(handler: Handler) -> Handler:
     return wrapped
 
 
-def native_routes(
-    state: GatewayState,
-    *,
-    policy_source: PolicySource | None = None,
-    models: Sequence[str] = ("fak",),
-    health: Mapping[str, Any] | None = None,
-) -> list[Route]:
-    """The fak-native routes over ``state``."""
-    source = policy_source or PolicySource(None)
+async def _body(request: Request) -> dict[str, Any]:
+    return decode_body(await request.body())
 
-    async def _body(request: Request) -> dict[str, Any]:
-        return decode_body(await request.body())
 
-    def _call(request: Request, doc: dict[str, Any], *, admit: bool = False) -> Any:
+class NativeApi:
+    """The endpoints of the fak-native routes over one :class:`GatewayState`: each method
+    is a route's handler (:func:`native_routes` wraps the deciding ones in
+    :func:`_wire_errors`)."""
+
+    def __init__(
+        self,
+        state: GatewayState,
+        source: PolicySource,
+        models: Sequence[str],
+        health: Mapping[str, Any] | None,
+    ) -> None:
+        self.state = state
+        self.source = source
+        self.models = models
+        self.health = health
+
+    def _call(self, request: Request, doc: dict[str, Any], *, admit: bool = False) -> Any:
+        state = self.state
         parse = parse_admit if admit else parse_call
         req = parse(doc, request.headers.get(PRINCIPAL_HEADER))
         call: ToolCall = req.build(state, request.headers.get("x-trace-id"))
         return req, call, claim_session(state, request, call.trace_id)
 
-    @_wire_errors
-    async def adjudicate(request: Request) -> Response:
-        _, call, session = _call(request, await _body(request))
+    async def adjudicate(self, request: Request) -> Response:
+        state = self.state
+        _, call, session = self._call(request, await _body(request))
         # A decision that may wait runs on a decision worker; the event loop stays free.
         return _traced(await state.recorded(await state.adjudicate_async(call)), session)
 
-    @_wire_errors
-    async def syscall(request: Request) -> Response:
-        _, call, session = _call(request, await _body(request))
+    async def syscall(self, request: Request) -> Response:
+        state = self.state
+        _, call, session = self._call(request, await _body(request))
         # The tool may block (I/O); run it off the event loop.
         body = await state.recorded(await run_in_threadpool(state.syscall, call))
         return _traced(body, session)
 
-    @_wire_errors
-    async def admit(request: Request) -> Response:
-        req, call, session = _call(request, await _body(request), admit=True)
+    async def admit(self, request: Request) -> Response:
+        state = self.state
+        req, call, session = self._call(request, await _body(request), admit=True)
         body = await state.recorded(await run_in_threadpool(state.admit, call, req.result))
         return _traced(body, session)
 
-    def _permitted(request: Request, trace: str) -> str:
+    def _permitted(self, request: Request, trace: str) -> str:
         """Who the request is (``owner`` or ``operator``), else :class:`SessionError` 403."""
-        who = state.sessions.permits(
+        who = self.state.sessions.permits(
             trace, request.headers.get(SESSION_HEADER), request.headers.get(OPERATOR_HEADER)
         )
         if who is None:
@@ -171,21 +180,20 @@ def native_routes(
             )
         return who
 
-    @_wire_errors
-    async def trace_get(request: Request) -> Response:
+    async def trace_get(self, request: Request) -> Response:
         trace = str(request.path_params["trace_id"]).strip(BLANK)
         if not trace:
             return error_response(400, "missing trace id in the path", param="trace_id")
-        _permitted(request, trace)
-        taint = state.kernel.taint(trace)
+        self._permitted(request, trace)
+        taint = self.state.kernel.taint(trace)
         body = {"trace_id": trace, "taint": taint.label, "dangerous": bool(taint)}
         return json_response(body, headers={"X-Trace-Id": header_value(trace)})
 
-    @_wire_errors
-    async def trace_reset(request: Request) -> Response:
+    async def trace_reset(self, request: Request) -> Response:
+        state = self.state
         trace = parse_trace_id(await _body(request), required=True)
         assert trace is not None  # required=True refuses a blank one
-        who = _permitted(request, trace)
+        who = self._permitted(request, trace)
         # On record before it takes effect: a reset the journal cannot hold does not happen.
         await journal_row(
             state,
@@ -196,11 +204,11 @@ def native_routes(
             {"reset": True, "trace_id": trace}, headers={"X-Trace-Id": header_value(trace)}
         )
 
-    @_wire_errors
-    async def trace_context(request: Request) -> Response:
+    async def trace_context(self, request: Request) -> Response:
         """Record the user's (or system's) own words for a session: destinations that
         appear in them are grounded (policy v2). Only the host, with text the model did
         not write; the session's token (or the first use of the trace) is required."""
+        state = self.state
         doc = await _body(request)
         trace = parse_trace_id(doc, required=True)
         assert trace is not None  # required=True refuses a blank one
@@ -214,8 +222,8 @@ def native_routes(
         await state.record_trusted(trace, [(origin, text)])
         return _traced({"recorded": True, "trace_id": trace, "origin": origin}, session)
 
-    @_wire_errors
-    async def policy_reload(request: Request) -> Response:
+    async def policy_reload(self, request: Request) -> Response:
+        state, source = self.state, self.source
         row = {"event": "policy_reload", "by": _who(request, "client")}
         try:
             policy = await run_in_threadpool(source.load)
@@ -233,32 +241,43 @@ def native_routes(
         state.kernel.set_policy(policy)
         return json_response(body)
 
-    async def healthz(request: Request) -> Response:
+    async def healthz(self, request: Request) -> Response:
+        state = self.state
         body: dict[str, Any] = {
             "ok": True,
             "policy_digest": policy_digest(state.kernel.policy),
             "tools": len(state.kernel.tools()),
             "limits": state.limits(),
         }
-        body.update(health or {})
+        body.update(self.health or {})
         if state.shared is not None:  # several replicas: the shared state must answer
             shared = await state.shared.aprobe()
             body["state"] = shared
             body["ok"] = bool(shared.get("ok"))
         return json_response(body)
 
-    async def list_models(request: Request) -> Response:
-        data = [{"id": m, "object": "model", "owned_by": "fak"} for m in models]
+    async def list_models(self, request: Request) -> Response:
+        data = [{"id": m, "object": "model", "owned_by": "fak"} for m in self.models]
         return json_response({"object": "list", "data": data})
 
+
+def native_routes(
+    state: GatewayState,
+    *,
+    policy_source: PolicySource | None = None,
+    models: Sequence[str] = ("fak",),
+    health: Mapping[str, Any] | None = None,
+) -> list[Route]:
+    """The fak-native routes over ``state``."""
+    api = NativeApi(state, policy_source or PolicySource(None), models, health)
     return [
-        Route("/v1/fak/adjudicate", adjudicate, methods=["POST"]),
-        Route("/v1/fak/syscall", syscall, methods=["POST"]),
-        Route("/v1/fak/admit", admit, methods=["POST"]),
-        Route("/v1/fak/trace/reset", trace_reset, methods=["POST"]),
-        Route("/v1/fak/trace/context", trace_context, methods=["POST"]),
-        Route("/v1/fak/trace/{trace_id:str}", trace_get, methods=["GET"]),
-        Route("/v1/fak/policy/reload", policy_reload, methods=["POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/fak/adjudicate", _wire_errors(api.adjudicate), methods=["POST"]),
+        Route("/v1/fak/syscall", _wire_errors(api.syscall), methods=["POST"]),
+        Route("/v1/fak/admit", _wire_errors(api.admit), methods=["POST"]),
+        Route("/v1/fak/trace/reset", _wire_errors(api.trace_reset), methods=["POST"]),
+        Route("/v1/fak/trace/context", _wire_errors(api.trace_context), methods=["POST"]),
+        Route("/v1/fak/trace/{trace_id:str}", _wire_errors(api.trace_get), methods=["GET"]),
+        Route("/v1/fak/policy/reload", _wire_errors(api.policy_reload), methods=["POST"]),
+        Route("/healthz", api.healthz, methods=["GET"]),
+        Route("/v1/models", api.list_models, methods=["GET"]),
     ]

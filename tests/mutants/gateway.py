@@ -402,6 +402,20 @@ def trace_length_after_strip() -> Any:
     )
 
 
+@mutant("D12/header-trace-python-strip")
+def header_trace_python_strip() -> Any:
+    """The trace middleware strips ``X-Trace-Id`` with ``str.strip()`` (the old bug), which
+    also takes U+001C to U+001F and U+0085: such a header names another trace (or none,
+    and one is minted) than the same text in the body does."""
+    from fak_core.gateway.middleware import TraceMiddleware
+
+    return edited(
+        TraceMiddleware.__call__,
+        ("if given and given.strip(BLANK):", "if given and given.strip():"),
+        ("trace = given.strip(BLANK)", "trace = given.strip()"),
+    )
+
+
 @mutant("D12/reset-without-owner")
 def reset_without_owner() -> Any:
     """Reading and resetting a trace check no ownership: anyone who names it may."""

@@ -1,0 +1,58 @@
+"""D10.1 with the session named in ``X-Trace-Id`` instead of the body.
+
+Over HTTP a call's session may be named by the ``X-Trace-Id`` header alone; the wire
+verdict must still be the in-process verdict of the call built from the same fields on that
+session. Each explicit example of the parity property (one per outcome class, on a trusted,
+tainted or quarantined session) is sent with its trace in the header only, and compared
+with the reference built by the property's own harness (its reading of the vocabulary,
+not the gateway's renderer), and with the call the kernel was handed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gateway.test_parity_property import EXPLICIT, _same_quarantine_id, harness, wire_verdict
+
+
+@pytest.mark.fak_theorem("D10.1")
+def test_a_session_named_in_the_header_decides_as_in_process() -> None:
+    with harness() as h:
+        for wc in EXPLICIT:
+            want = h.expected_adjudication(wc, "http")
+            trace = h.trace("http-hdr", wc)
+            want["trace_id"] = trace
+            body = {k: v for k, v in h.body(wc, trace).items() if k != "trace_id"}
+            r = h.http.post(
+                "/v1/fak/adjudicate", json=body, headers={**h.headers(wc), "X-Trace-Id": trace}
+            )
+            assert r.status_code == 200, r.text
+            assert r.json() == want, wc
+            h.assert_kernel_saw(wc, trace, "http")
+
+
+@pytest.mark.fak_theorem("D10.1")
+def test_a_session_named_in_the_header_runs_as_in_process() -> None:
+    with harness() as h:
+        kernel = h.kernel
+        for wc in EXPLICIT:
+            ref_trace = h.trace("ref-sys-hdr", wc)
+            result, verdict = kernel.syscall(h.reference_call(wc, ref_trace, "http-sys"))
+            h.seen.pop(ref_trace, None)
+            trace = h.trace("http-sys-hdr", wc)
+            body = {k: v for k, v in h.body(wc, trace).items() if k != "trace_id"}
+            r = h.http.post(
+                "/v1/fak/syscall", json=body, headers={**h.headers(wc), "X-Trace-Id": trace}
+            )
+            assert r.status_code == 200, r.text
+            assert _same_quarantine_id(r.json()) == {
+                "verdict": wire_verdict(kernel, verdict, result.meta),
+                "result": {
+                    "status": result.status.value,
+                    "content": result.payload,
+                    "meta": dict(result.meta),
+                },
+                "trace_id": trace,
+            }, wc
+            h.assert_kernel_saw(wc, trace, "http-sys")
+            assert kernel.taint(trace) == kernel.taint(ref_trace)
