@@ -46,8 +46,10 @@ class DeadlinePool:
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
-        self._idle = 0  # workers waiting for an item that no submit has claimed yet
-        self._backlog = 0  # queued items no idle worker was claimed for
+        # Workers that finished an item and that no submit has claimed since. Once every
+        # worker is started it may count more than are free, which then decides nothing:
+        # it is read only to choose between a free worker and a new one.
+        self._idle = 0
         self._late: set[Future[Any]] = set()
         self._closed = False
 
@@ -77,8 +79,6 @@ class DeadlinePool:
                 )
                 self._threads.append(thread)
                 thread.start()
-            else:
-                self._backlog += 1
             self._queue.put((future, fn, args))
         return future
 
@@ -90,14 +90,8 @@ class DeadlinePool:
         future = self.submit(fn, *args)
         try:
             return future.result(timeout)
-        except TimeoutError:
-            if not future.done() and not future.cancel():  # running: it keeps its worker
-                with self._lock:
-                    self._late.add(future)
-                future.add_done_callback(self._forget)
-            elif future.done() and not future.cancelled():
-                return future.result()  # finished in the instant between the two checks
-            raise DeadlineExceeded(timeout) from None
+        except TimeoutError:  # the deadline, or a TimeoutError ``fn`` raised
+            return self._overdue(future, timeout)
 
     async def arun(self, fn: Callable[..., T], *args: Any, timeout: float) -> T:
         """:meth:`run` for a coroutine: the event loop is not blocked while ``fn`` runs.
@@ -109,14 +103,8 @@ class DeadlinePool:
         try:
             async with asyncio.timeout(timeout):
                 return await asyncio.wrap_future(future)
-        except TimeoutError:
-            if future.done() and not future.cancelled():
-                return future.result()  # finished as the deadline passed
-            if not future.cancelled() and not future.cancel():  # running: it keeps its worker
-                with self._lock:
-                    self._late.add(future)
-                future.add_done_callback(self._forget)
-            raise DeadlineExceeded(timeout) from None
+        except TimeoutError:  # the deadline, or a TimeoutError ``fn`` raised
+            return self._overdue(future, timeout)
 
     def close(self) -> None:
         """Stop the workers once they are free; stuck ones stop when their call returns."""
@@ -127,6 +115,21 @@ class DeadlinePool:
             count = len(self._threads)
         for _ in range(count):
             self._queue.put(None)
+
+    def _overdue(self, future: Future[T], timeout: float) -> T:
+        """At the deadline: a call still queued is cancelled and never runs; one that has
+        finished (as the deadline passed, or by raising a ``TimeoutError`` itself) answers
+        its value or its exception; one still running keeps its worker, counted in
+        :attr:`stuck` until it returns. The queued and the running are answered
+        :class:`DeadlineExceeded`."""
+        if future.cancel():  # still queued (or cancelled already, by ``arun``'s timeout)
+            raise DeadlineExceeded(timeout) from None
+        if future.done():
+            return future.result()
+        with self._lock:
+            self._late.add(future)
+        future.add_done_callback(self._forget)  # at once, if it has finished meanwhile
+        raise DeadlineExceeded(timeout) from None
 
     def _forget(self, future: Future[Any]) -> None:
         with self._lock:
@@ -143,9 +146,6 @@ class DeadlinePool:
                     future.set_result(fn(*args))
                 except BaseException as exc:  # handed to the caller, never lost
                     future.set_exception(exc)
-            del item, future, fn, args
+            del item, future, fn, args  # the pool keeps nothing of a finished call
             with self._lock:
-                if self._backlog > 0:
-                    self._backlog -= 1  # this worker takes a queued item next
-                else:
-                    self._idle += 1
+                self._idle += 1

@@ -310,6 +310,11 @@ class Journal:
             )
         if max_request_bytes < 1 or max_backlog_bytes < 1:
             raise ValueError("max_request_bytes and max_backlog_bytes must be positive")
+        if rotate_bytes < 0:  # (a negative size would rotate after every commit)
+            raise ValueError(
+                f"rotate_bytes must be 0 (never rotate) or a positive number of bytes, "
+                f"not {rotate_bytes}"
+            )
         self.path = Path(path)
         self.durability = durability
         self.rotate_bytes = rotate_bytes

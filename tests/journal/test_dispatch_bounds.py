@@ -19,7 +19,7 @@ from fak_core import Event, EventKind, Kernel, Policy, Reason, Status
 from fak_core.calls import ToolCall
 from fak_core.journal import Journal, JournalError, request_scope
 from fak_core.verdicts import Verdict, VerdictKind
-from tests.journal.test_gateway_journal import _break as refuse_inserts
+from tests.journal.faults import refuse_inserts
 from tests.journal.test_journal import fresh
 
 ROW_OVERHEAD = 256

@@ -31,7 +31,7 @@ from fak_core.journal import (
     verify_chains,
     verify_files,
 )
-from tests.journal.test_gateway_journal import _break as refuse_inserts
+from tests.journal.faults import refuse_inserts
 from tests.journal.test_journal import REPLICAS, fresh
 from tests.journal.test_journal_hostile import series
 

@@ -30,7 +30,7 @@ from fak_core.journal import (
     request_scope,
     verify_files,
 )
-from tests.journal.test_gateway_journal import _break as refuse_inserts
+from tests.journal.faults import refuse_inserts
 from tests.journal.test_journal import REPLICAS, fresh, journaled
 
 READER = textwrap.dedent(

@@ -90,6 +90,13 @@ def replica_claims_used_journal() -> Any:
     )
 
 
+@mutant("C1.2/negative-rotate-bytes-accepted")
+def negative_rotate_bytes_accepted() -> Any:
+    """A journal constructed with a negative ``rotate_bytes`` is accepted (the bug: the CLI
+    refused it, the Python constructor did not, and every commit then rotated the file)."""
+    return edited(Journal.__init__, ("if rotate_bytes < 0:", "if False:"))
+
+
 @mutant("C1.2/gate-ignores-failure")
 def gate_ignores_failure() -> Any:
     """The journal's gate keeps deferring after a write failed (the kernel fails open)."""
