@@ -394,8 +394,7 @@ class SinkGate:
             found = resolve_pointer(args, pointer)
             if is_missing(found):
                 continue
-            if type(found) is NotAnIndex:
-                return (pointer, found)
+            # a NotAnIndex is no text: it is returned as the value at fault, as any other
             for item in found if type(found) is list else (found,):
                 text = _as_text(item)
                 if text is None:
