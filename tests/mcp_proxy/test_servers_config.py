@@ -250,7 +250,7 @@ def test_a_file_named_toml_in_any_case_is_toml(tmp_path: Path, suffix: str) -> N
     path.write_text(json.dumps({"servers": {"a": {"command": "c"}}}), encoding="utf-8")
     with pytest.raises(ServerConfigError) as caught:
         load_servers(path)
-    assert str(caught.value).startswith(f"{path}: not valid "), caught.value
+    assert str(caught.value).startswith(f"{path}: not valid {suffix[1:]}: "), caught.value
 
 
 @pytest.mark.fak_theorem("D11")
@@ -265,7 +265,8 @@ def test_any_other_file_is_json(tmp_path: Path, suffix: str) -> None:
     path.write_text(TOML, encoding="utf-8")
     with pytest.raises(ServerConfigError) as caught:
         load_servers(path)
-    assert str(caught.value).startswith(f"{path}: not valid "), caught.value
+    kind = suffix[1:] or "JSON"
+    assert str(caught.value).startswith(f"{path}: not valid {kind}: "), caught.value
 
 
 @pytest.mark.fak_theorem("D11")
@@ -294,3 +295,48 @@ def test_a_fault_inside_a_file_is_named_with_the_file(tmp_path: Path) -> None:
     message = str(caught.value)
     assert message.startswith(f"{path}: server 'web': "), message
     assert "http://" in message, message
+
+
+BASE: dict[str, Any] = {
+    "files": {"command": "python", "args": ["-m", "files"], "env": {"A": "1"}, "timeout": 2},
+    "web": {"url": "https://h/mcp", "headers": {"X-Key": "k"}},
+}
+
+
+@pytest.mark.fak_theorem("D11")
+@pytest.mark.parametrize(("how", "change", "fragments"), SERVER_FAULTS)
+@pytest.mark.parametrize("at", ["files", "web"])
+def test_every_fault_of_a_server_is_refused_naming_it(
+    how: str, change: Any, fragments: tuple[str, ...], at: str
+) -> None:
+    if how == "not-a-table":
+        broken: Any = change
+    elif how == "unknown":
+        broken = {**BASE[at], **change}
+    else:
+        base = {"url": "http://h/mcp"} if how == "set-http" else {"command": "c"}
+        broken = {**base, **change}
+    with pytest.raises(ServerConfigError) as caught:
+        parse_servers({"servers": {**BASE, at: broken}})
+    message = str(caught.value)
+    assert f"server {at!r}" in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.mark.fak_theorem("D11")
+@pytest.mark.parametrize(
+    ("doc", "fragment"),
+    [
+        ([BASE], "JSON object"),
+        ({"servers": BASE, "x": {}, "Servers": {}}, "'Servers'"),
+        ({"servers": BASE, "mcpServers": BASE}, "'servers'"),
+        ({}, "'servers'"),
+        ({"mcpServers": {}}, "'servers'"),
+        ({"servers": []}, "'servers'"),
+    ],
+)
+def test_every_fault_of_the_document_is_refused_naming_it(doc: Any, fragment: str) -> None:
+    with pytest.raises(ServerConfigError) as caught:
+        parse_servers(doc)
+    assert fragment in str(caught.value), caught.value
