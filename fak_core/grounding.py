@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_TRUSTED_BYTES",
     "DEFAULT_UNTRUSTED_BYTES",
     "GroundingStore",
+    "NotAnIndex",
     "canonical_value",
     "destination_pieces",
     "looked_up",
@@ -544,10 +545,23 @@ class GroundingStore:
 
 
 _MISSING = object()
+#: RFC 6901's ``array-index``: ``0``, or ASCII digits without a leading zero.
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+@dataclass(frozen=True)
+class NotAnIndex:
+    """What a pointer names when one of its tokens meets an array and is not an RFC 6901
+    array index (a leading zero, a digit that is not ASCII, a sign, a letter): no element,
+    and not nothing either, since a reader less strict than the RFC may take it for one."""
+
+    token: str
 
 
 def resolve_pointer(doc: Any, pointer: str) -> Any:
-    """The value at a JSON Pointer (RFC 6901) in ``doc``; a sentinel when absent."""
+    """The value at a JSON Pointer (RFC 6901) in ``doc``; a sentinel when absent (also
+    ``-``, the element past the end), a :class:`NotAnIndex` when a token that is not an
+    array index meets an array."""
     if pointer == "":
         return doc
     cur = doc
@@ -558,12 +572,14 @@ def resolve_pointer(doc: Any, pointer: str) -> Any:
                 return _MISSING
             cur = cur[token]
         elif type(cur) is list:
-            if not token.isdigit() or (token != "0" and token.startswith("0")):
+            if token == "-":
                 return _MISSING
-            i = int(token)
-            if i >= len(cur):
+            if not _ARRAY_INDEX.fullmatch(token):
+                return NotAnIndex(token)
+            # more digits than the length has is past the end (and never a huge int())
+            if len(token) > len(str(len(cur))) or int(token) >= len(cur):
                 return _MISSING
-            cur = cur[i]
+            cur = cur[int(token)]
         else:
             return _MISSING
     return cur

@@ -24,6 +24,7 @@ from typing import Any
 from fak_core.confidential import ConfidentialStore, leaves
 from fak_core.grounding import (
     GroundingStore,
+    NotAnIndex,
     canonical_value,
     destination_pieces,
     is_missing,
@@ -382,7 +383,9 @@ class SinkGate:
     def _ungrounded(
         self, trace_id: str, tool: str, decl: ToolDecl, args: Any
     ) -> tuple[str, Any] | None:
-        """The first destination (pointer, value) that is not grounded; None if all are."""
+        """The first destination (pointer, value) that is not grounded, or (pointer,
+        :class:`NotAnIndex`) for a pointer with a token that is no array index where it
+        meets an array; None if all are grounded."""
         if args is None:
             return ("", None)
         allowed = self._allowed_dest.get(tool, _NOTHING)
@@ -391,6 +394,7 @@ class SinkGate:
             found = resolve_pointer(args, pointer)
             if is_missing(found):
                 continue
+            # a NotAnIndex is no text: it is returned as the value at fault, as any other
             for item in found if type(found) is list else (found,):
                 text = _as_text(item)
                 if text is None:
@@ -403,6 +407,8 @@ class SinkGate:
             found = resolve_pointer(args, pointer)
             if is_missing(found):
                 continue
+            if type(found) is NotAnIndex:
+                return (pointer, found)
             for item in _strings(found):
                 for dest in embedded_destinations(item):
                     if allowed and canonical_value(dest) in allowed:
@@ -414,6 +420,11 @@ class SinkGate:
     def _ungrounded_claim(
         self, trace_id: str, sink: str, flow: Taint, pointer: str, value: Any
     ) -> str:
+        if type(value) is NotAnIndex:
+            return (
+                f"{sink} sink fed {flow.label} data: {pointer}: {value.token!r} where it meets "
+                "an array is not an RFC 6901 array index"
+            )
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."

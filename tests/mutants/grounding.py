@@ -367,3 +367,21 @@ def host_label_stands_for_tool() -> Any:
     recorded under ``tool:<name>`` stands for that trusted tool's result, which is then
     never a record of its own and leaves with the host's."""
     return edited(_kernel_mod._host_origin, ('return "host:" + origin', "return origin"))
+
+
+@mutant("C4.6/pointer-index-isdigit")
+def pointer_index_isdigit() -> Any:
+    """A pointer's token at an array is an index when ``str.isdigit`` says so (the original
+    bug): ``01`` and ``-1`` name nothing, a superscript two breaks ``int()``, and an
+    Arabic-Indic one is read as element 1, never refused as no RFC 6901 array index."""
+    return edited(
+        _grounding.resolve_pointer,
+        (
+            '            if token == "-":\n'
+            "                return _MISSING\n"
+            "            if not _ARRAY_INDEX.fullmatch(token):\n"
+            "                return NotAnIndex(token)\n",
+            '            if not token.isdigit() or (token != "0" and token.startswith("0")):\n'
+            "                return _MISSING\n",
+        ),
+    )
