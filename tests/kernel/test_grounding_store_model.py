@@ -189,13 +189,17 @@ def test_the_store_keeps_what_the_model_keeps(
 
 
 @pytest.mark.fak_theorem("C4.6")
-@given(
-    st.sampled_from(["tool:lookup", "tool:lookup\0", "host:tool:lookup", "lookup", "user"]),
-    st.booleans(),
-    st.integers(0, 2),
+# every case of the small domain, not a sample: only some pairs of a tool's name and a
+# label collide with what a mislabelled result would be, and a sample can miss them all
+# (the host's labels are kept under "host:", which a tool's name may also start with)
+@pytest.mark.parametrize("tool", ["lookup", "host:lookup", "tool:lookup"])
+@pytest.mark.parametrize("before", [0, 1, 2])
+@pytest.mark.parametrize("many", [False, True])
+@pytest.mark.parametrize(
+    "label", ["tool:lookup", "tool:lookup\0", "host:tool:lookup", "lookup", "user", ""]
 )
 def test_no_text_the_host_records_stands_for_a_trusted_tools_result(
-    label: str, many: bool, before: int
+    label: str, many: bool, before: int, tool: str
 ) -> None:
     """The host records the text a trusted tool will return, under a label spelt like the
     kernel's own for that tool's results; the tool's result is still a record of its own,
@@ -206,13 +210,13 @@ def test_no_text_the_host_records_stands_for_a_trusted_tools_result(
     k = Kernel(
         Policy(
             version="fak-policy/v2",
-            allow=("lookup", "send"),
-            sources={"lookup": "trusted_local"},
+            allow=(tool, "send"),
+            sources={tool: "trusted_local"},
             tools={"send": ToolDecl("EGRESS", ("/to",))},
         ),
         grounding=GroundingStore(trusted_bytes=3 * 1200, max_bytes=10**6),
     )
-    k.register_tool("lookup", lambda args: text, source="trusted_local")
+    k.register_tool(tool, lambda args: text, source="trusted_local")
     queue: list[str] = []
 
     def host(what: str, origin: str) -> None:
@@ -226,7 +230,7 @@ def test_no_text_the_host_records_stands_for_a_trusted_tools_result(
     host(text, label)
     for i in range(before):
         host(fill[i], "user")
-    admitted, _ = k.syscall(ToolCall("lookup", "{}", "s"))
+    admitted, _ = k.syscall(ToolCall(tool, "{}", "s"))
     assert admitted.taint == Taint.TRUSTED
     queue.append(text)
     del queue[:-3]
