@@ -103,7 +103,8 @@ def parse_trace_id(doc: dict[str, Any], *, required: bool = False) -> str | None
 
 
 def parse_call(doc: dict[str, Any], header_principal: str | None = None) -> CallRequest:
-    """Fields of a syscall / adjudicate request. ``tool`` blankness is left to build_call."""
+    """Fields of a syscall / adjudicate request. ``tool`` blankness is left to build_call.
+    The principal loses the :data:`BLANK` around it, in the header as in the body."""
     tool = doc.get("tool")
     if tool is not None and not isinstance(tool, str):
         raise WireError(f"'tool' must be a string, not a JSON {_json_type(tool)}", "tool")
@@ -112,9 +113,9 @@ def parse_call(doc: dict[str, Any], header_principal: str | None = None) -> Call
         read_only = False
     if not isinstance(read_only, bool):
         raise WireError(f"'read_only' must be true or false, not a JSON {_json_type(read_only)}")
-    principal = _opt_str(doc, "principal") or ""
-    if header_principal and header_principal.strip():
-        principal = header_principal.strip()
+    principal = (_opt_str(doc, "principal") or "").strip(BLANK)
+    if header_principal and header_principal.strip(BLANK):
+        principal = header_principal.strip(BLANK)
     return CallRequest(
         tool=tool,
         arguments=doc.get("arguments"),

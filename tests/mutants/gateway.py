@@ -84,6 +84,23 @@ def render_drift() -> Any:
     return mock.patch.object(_state_module, "render_verdict", render_verdict)
 
 
+@mutant("D10.1/principal-trim-differs")
+def principal_trim_differs() -> Any:
+    """The bug fixed: ``X-Fak-Principal`` is trimmed with ``str.strip()`` (U+001C..U+001F and
+    U+0085 too) and the body's principal not at all, so one text is two principals."""
+    return edited(
+        _wire.parse_call,
+        (
+            '(_opt_str(doc, "principal") or "").strip(BLANK)',
+            '_opt_str(doc, "principal") or ""',
+        ),
+        (
+            "and header_principal.strip(BLANK):\n        principal = header_principal.strip(BLANK)",
+            "and header_principal.strip():\n        principal = header_principal.strip()",
+        ),
+    )
+
+
 # ------------------------------------------------------------------------------- D10.2
 @mutant("D10.2/default-keeps")
 def default_keeps() -> Any:
