@@ -213,7 +213,7 @@ class RedisState:
             config.update(await client.config_get("appendonly"))
         except redis.RedisError as exc:
             self._failed(exc)
-            return {**out, "ok": False, "error": self._why(exc)}
+            return {**out, "failures": self.failures, "ok": False, "error": self._why(exc)}
         found = epoch.decode() if isinstance(epoch, bytes) else epoch
         if found != self.epoch:
             why = self._why(RuntimeError(_LOST))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fak_core.redis_state import _digits, parse_url
+from fak_core.redis_state import RedisState, _digits, parse_url
 from fak_core.redis_stores import RedisHeldStore
 from pytest_fak import mutant
 from tests.mutants.sourcepatch import edited
@@ -59,6 +59,16 @@ def unix_path_as_database() -> Any:
             "    for db in parse_qs(",
             '    _database(url, parts.path.strip("/"))\n    for db in parse_qs(',
         ),
+    )
+
+
+@mutant("C4.4/probe-failures-before")
+def probe_failures_before() -> Any:
+    """``/healthz``'s probe reports the failures counted before it: a failed probe is one
+    behind the count it has just raised (the bug fixed)."""
+    return edited(
+        RedisState.aprobe,
+        ('{**out, "failures": self.failures, "ok": False,', '{**out, "ok": False,'),
     )
 
 

@@ -392,7 +392,7 @@ def test_healthz_is_ok_only_while_redis_answers_with_its_epoch_and_safe_settings
         {**head, "failures": 0, "ok": False, "error": LOST},
         {**head, "failures": 0, "ok": True},
     ]
-    for n, probe in enumerate(probes[5:7]):  # a failed probe counts from the next one on
+    for n, probe in enumerate(probes[5:7], 1):  # a failed probe counts itself
         assert set(probe) == {"backend", "failures", "ok", "error"}
         assert (probe["backend"], probe["failures"], probe["ok"]) == ("redis", n, False)
         assert probe["error"].startswith("shared state unavailable (ConnectionError: ")
