@@ -165,6 +165,7 @@ class RedisRateLimiter(RateLimiter):
         self._reserve = state.script(_RESERVE)
         self._release_script = state.script(_RELEASE)
         self._used = state.script(_USED)
+        self._reset = state.script(_RESET)
 
     def _window_ms(self) -> int:
         return max(1, int(self.limit.window_s * 1000))
@@ -175,10 +176,7 @@ class RedisRateLimiter(RateLimiter):
     def reset(self, key: str | None = None) -> None:
         if key is None:
             raise ValueError("a shared rate limiter resets one key at a time")
-        try:
-            self.state.client.delete(self.PREFIX + key)
-        except Exception as exc:
-            raise StateUnavailable(f"shared state unavailable ({exc})") from None
+        self.state.run(self._reset, [self.PREFIX + key], [])
 
     def adjudicate(self, view: CallView) -> Verdict:
         key = self._key(view)

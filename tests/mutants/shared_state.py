@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fak_core.redis_state import RedisState, _digits, parse_url
-from fak_core.redis_stores import RedisHeldStore
+from fak_core.redis_stores import RedisHeldStore, RedisRateLimiter
 from pytest_fak import mutant
 from tests.mutants.sourcepatch import edited
 
@@ -69,6 +69,19 @@ def probe_failures_before() -> Any:
     return edited(
         RedisState.aprobe,
         ('{**out, "failures": self.failures, "ok": False,', '{**out, "ok": False,'),
+    )
+
+
+@mutant("C4.4/ratelimit-reset-unguarded")
+def ratelimit_reset_unguarded() -> Any:
+    """A shared rate-limit reset deletes the window directly, outside the epoch guard: on a
+    Redis that lost the state it reads as success (the bug fixed)."""
+    return edited(
+        RedisRateLimiter.reset,
+        (
+            "self.state.run(self._reset, [self.PREFIX + key], [])",
+            "self.state.client.delete(self.PREFIX + key)",
+        ),
     )
 
 
