@@ -310,11 +310,6 @@ class Journal:
             )
         if max_request_bytes < 1 or max_backlog_bytes < 1:
             raise ValueError("max_request_bytes and max_backlog_bytes must be positive")
-        if rotate_bytes < 0:  # (a negative size would rotate after every commit)
-            raise ValueError(
-                f"rotate_bytes must be 0 (never rotate) or a positive number of bytes, "
-                f"not {rotate_bytes}"
-            )
         self.path = Path(path)
         self.durability = durability
         self.rotate_bytes = rotate_bytes
@@ -601,6 +596,20 @@ class Journal:
             size = self._size()
             if size > self.rotate_bytes and size > self._retry_at:
                 self._rotate()
+
+    @property
+    def rotate_bytes(self) -> int:
+        """Rotate past this many bytes of live journal; 0 never rotates."""
+        return self._rotate_bytes
+
+    @rotate_bytes.setter
+    def rotate_bytes(self, value: int) -> None:
+        if value < 0:  # (a negative size would rotate after every commit)
+            raise ValueError(
+                f"rotate_bytes must be 0 (never rotate) or a positive number of bytes, "
+                f"not {value}"
+            )
+        self._rotate_bytes = value
 
     def _size(self) -> int:
         """Bytes of the live journal's pages in use (WAL included; free pages left out)."""

@@ -90,11 +90,27 @@ def replica_claims_used_journal() -> Any:
     )
 
 
+_ROTATE_BYTES_SET = Journal.rotate_bytes.fset  # type: ignore[attr-defined]
+#: the setter's source is compiled alone, where the property it decorates is not a name
+_UNDECORATED = ("@rotate_bytes.setter\n", "")
+
+
 @mutant("C1.2/negative-rotate-bytes-accepted")
 def negative_rotate_bytes_accepted() -> Any:
     """A journal constructed with a negative ``rotate_bytes`` is accepted (the bug: the CLI
     refused it, the Python constructor did not, and every commit then rotated the file)."""
-    return edited(Journal.__init__, ("if rotate_bytes < 0:", "if False:"))
+    return edited(_ROTATE_BYTES_SET, _UNDECORATED, ("if value < 0:", "if False:"))
+
+
+@mutant("C1.2/rotate-bytes-set-unchecked")
+def rotate_bytes_set_unchecked() -> Any:
+    """``rotate_bytes`` is checked when the journal is constructed only: assigned a negative
+    size afterwards, it is accepted and every commit rotates (the bug fixed)."""
+    return edited(
+        _ROTATE_BYTES_SET,
+        _UNDECORATED,
+        ("if value < 0:", 'if value < 0 and "_rotate_bytes" not in self.__dict__:'),
+    )
 
 
 @mutant("C1.2/gate-ignores-failure")
