@@ -89,8 +89,24 @@ SCREEN_RANK = 10
 RULES_RANK = 40
 
 Tool = Callable[[dict[str, Any]], Any]
+
 #: ``gate(call, verdict)`` before a tool runs: None lets it run, a verdict refuses it.
 DispatchGate = Callable[[ToolCall, Verdict], Verdict | None]
+
+
+def _noting(fn: Tool, own: list[BaseException]) -> Tool:
+    """``fn``, noting in ``own`` a :class:`DeadlineExceeded` it raises itself, so the kernel
+    does not read it as the tool pool's deadline."""
+
+    def tool(args: dict[str, Any]) -> Any:
+        try:
+            return fn(args)
+        except DeadlineExceeded as exc:
+            own.append(exc)
+            raise
+
+    return tool
+
 
 _ALLOW = VerdictKind.ALLOW
 _DENY = VerdictKind.DENY
@@ -620,11 +636,19 @@ class Kernel:
         start = time.perf_counter_ns()
         args = self.view(call).args() or {}
         timeout = self.tool_timeout
+        own: list[BaseException] = []  # a DeadlineExceeded the tool raised itself
         try:
-            out = fn(args) if timeout is None else self._tool_pool.run(fn, args, timeout=timeout)
-        except DeadlineExceeded:
-            self.counters.tool_timeouts += 1
-            msg = f"tool {call.tool!r} timed out after {timeout:g}s"
+            if timeout is None:
+                out = fn(args)
+            else:
+                out = self._tool_pool.run(_noting(fn, own), args, timeout=timeout)
+        except DeadlineExceeded as exc:
+            if timeout is None or exc in own:  # the tool's own, not its deadline's
+                self.counters.tool_errors += 1
+                msg = f"tool {call.tool!r} raised {type(exc).__name__}: {exc}"[:512]
+            else:
+                self.counters.tool_timeouts += 1
+                msg = f"tool {call.tool!r} timed out after {timeout:g}s"
             result = Result(Status.ERROR, "", frozen_meta({"error": msg}))
         except Exception as exc:
             self.counters.tool_errors += 1

@@ -193,6 +193,14 @@ def settle_before_witness() -> Any:
     )
 
 
+@mutant("D1.2/own-deadline-is-timeout")
+def own_deadline_is_timeout() -> Any:
+    """A ``DeadlineExceeded`` the tool raises itself is read as the kernel's timeout (the
+    bug): counted in ``tool_timeouts`` under ``tool_timeout``, and without one the timeout
+    message cannot even be written (``None:g``) and the exception escapes."""
+    return edited(_kernel.Kernel._run, ("if timeout is None or exc in own:", "if False:"))
+
+
 @mutant("D8/abstain-confirms")
 def abstain_confirms() -> Any:
     """A witness resolver that abstains (or none at all) counts as a confirmation."""
