@@ -171,11 +171,13 @@ def _host(text: str) -> str | None:
     return host[:-1] if host.endswith(".") else host
 
 
-_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})?")
 _UNRESERVED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 
 
 def _unpercent(m: re.Match[str]) -> str:
+    if m.group(1) is None:  # a lone "%" is itself (WHATWG percent-decode): "%25"
+        return "%25"
     c = chr(int(m.group(1), 16))
     return c if c in _UNRESERVED else "%" + m.group(1).upper()
 

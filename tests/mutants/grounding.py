@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import re
 import unicodedata
 from typing import Any
 from unittest import mock
@@ -54,6 +55,14 @@ def untrusted_grounds() -> Any:
         self.record_trusted(trace_id, text, origin)
 
     return mock.patch.object(GroundingStore, "record_untrusted", record_untrusted)
+
+
+@mutant("C4.6/lone-percent-joins-triplet")
+def lone_percent_joins_triplet() -> Any:
+    """A lone ``%`` is left as it is while the triplet after it is decoded (the bug fixed):
+    ``x.org/%%341`` becomes ``x.org/%41``, a new triplet for ``A``, so the canonical form
+    names another place and is not its own form."""
+    return mock.patch.object(_grounding, "_PERCENT", re.compile(r"%([0-9A-Fa-f]{2})"))
 
 
 @mutant("C4.6/substring-grounding")
