@@ -606,8 +606,7 @@ class Journal:
     def rotate_bytes(self, value: int) -> None:
         if value < 0:  # (a negative size would rotate after every commit)
             raise ValueError(
-                f"rotate_bytes must be 0 (never rotate) or a positive number of bytes, "
-                f"not {value}"
+                f"rotate_bytes must be 0 (never rotate) or a positive number of bytes, not {value}"
             )
         self._rotate_bytes = value
 

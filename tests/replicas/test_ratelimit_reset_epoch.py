@@ -40,5 +40,5 @@ def test_a_reset_on_lost_state_is_refused_and_counted(own_redis: RedisServer) ->
         assert str(info.value) == LOST, lose
         assert state.failures == before + 1, lose
         assert own_redis.command("EXISTS", "fak:rl:" + key) == "1", lose  # nothing deleted
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="one key at a time"):
         limiter.reset()
