@@ -140,6 +140,9 @@ class DownstreamSpec:
                 f"server {self.name!r}: give exactly one of 'command' (stdio) or 'url' "
                 "(streamable HTTP)"
             )
+        head, sep, rest = self.url.partition("://")
+        if sep and head.isascii() and head.lower() in ("http", "https"):  # any case (RFC 3986)
+            object.__setattr__(self, "url", head.lower() + sep + rest)
         if self.url and not self.url.startswith(("http://", "https://")):
             raise ServerConfigError(f"server {self.name!r}: url must be http:// or https://")
         if self.timeout is not None and not self.timeout > 0:

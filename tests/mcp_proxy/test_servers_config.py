@@ -95,7 +95,7 @@ SERVER_FAULTS: list[tuple[str, Any, tuple[str, ...]]] = [
     ("set", {"url": "http://h/mcp"}, ("'command'", "'url'")),
     ("set", {"command": ""}, ("'command'", "'url'")),
     ("set-http", {"url": "ftp://h/mcp"}, ("http://",)),
-    ("set-http", {"url": "HTTP://h/mcp"}, ("http://",)),
+    ("set-http", {"url": "\uff48ttp://h/mcp"}, ("http://",)),  # a fullwidth h: not a scheme
     ("set-http", {"url": ""}, ("'command'", "'url'")),
 ]
 BAD_NAMES = ["", "a b", "a__b", "a_", "x" * 65, "caf\u00e9", "a.b", "__"]

@@ -21,7 +21,12 @@ from mcp_types import CONNECTION_CLOSED
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.gateway import mcp_proxy, turn
 from fak_core.gateway import wire as _wire
-from fak_core.gateway.mcp_downstream import Downstream, DownstreamError, error_class
+from fak_core.gateway.mcp_downstream import (
+    Downstream,
+    DownstreamError,
+    DownstreamSpec,
+    error_class,
+)
 from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.turn import Adjudication, ProposedCall
@@ -201,6 +206,16 @@ def results_unadmitted() -> Any:
         }
 
     return mock.patch.object(McpProxy, "_admit_text", admit_text)
+
+
+@mutant("D11/url-scheme-case-refused")
+def url_scheme_case_refused() -> Any:
+    """A downstream URL's scheme is matched in lower case only: ``HTTP://h/mcp``, the same
+    URL by RFC 3986, is refused (the bug fixed)."""
+    return edited(
+        DownstreamSpec.__post_init__,
+        ('if sep and head.isascii() and head.lower() in ("http", "https"):', "if False:"),
+    )
 
 
 @mutant("D11/decide-before-route")
