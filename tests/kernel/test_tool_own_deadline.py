@@ -23,6 +23,12 @@ def _raises_own(args: dict[str, object]) -> None:
     raise DeadlineExceeded(0.25)
 
 
+def _raises_long(args: dict[str, object]) -> None:
+    exc = DeadlineExceeded(0.25)
+    exc.args = ("x" * 600,)  # a message of its own, past the 512-character cut
+    raise exc
+
+
 @pytest.mark.fak_theorem("D1.2")
 @pytest.mark.parametrize("tool_timeout", [None, 5.0])
 def test_a_deadline_the_tool_raises_itself_is_a_tool_error(tool_timeout: float | None) -> None:
@@ -51,4 +57,18 @@ def test_a_tool_past_its_deadline_is_still_the_timeout() -> None:
         assert (k.counters.tool_errors, k.counters.tool_timeouts) == (0, 1)
     finally:
         release.set()
+        k.close()
+
+
+@pytest.mark.fak_theorem("D1.2")
+@pytest.mark.parametrize("tool_timeout", [None, 5.0])
+def test_a_tool_error_of_its_own_deadline_is_cut_at_512(tool_timeout: float | None) -> None:
+    k = Kernel(Policy(allow=("t",)), tool_timeout=tool_timeout, tool_workers=1)
+    k.register_tool("t", _raises_long)
+    try:
+        result, _ = k.syscall(ToolCall("t", "{}", "s"))
+        head = "tool 't' raised DeadlineExceeded: "
+        assert result.meta["error"] == head + "x" * (512 - len(head))
+        assert (k.counters.tool_errors, k.counters.tool_timeouts) == (1, 0)
+    finally:
         k.close()
