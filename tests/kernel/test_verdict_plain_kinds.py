@@ -17,7 +17,7 @@ import pytest
 from fak_core import Kernel, Policy, Reason, ToolCall, VerdictKind
 from fak_core.calls import Status
 from fak_core.verdicts import Verdict
-from fak_core.view import CallView
+from tests.kernel.test_verdict_values import _Says
 
 Build = Callable[[str, dict[str, str] | None], Verdict]
 
@@ -27,14 +27,6 @@ KINDS: list[tuple[str, Build, VerdictKind]] = [
     ("defer", lambda by, meta: Verdict.defer(by), VerdictKind.DEFER),
     ("indeterminate", lambda by, meta: Verdict.indeterminate(by, meta), VerdictKind.INDETERMINATE),
 ]
-
-
-class _Says:
-    def __init__(self, verdict: Verdict) -> None:
-        self.verdict = verdict
-
-    def adjudicate(self, view: CallView) -> Verdict:
-        return self.verdict
 
 
 @pytest.mark.fak_theorem("D1.2")
