@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gateway.test_parity_property import EXPLICIT, _same_quarantine_id, harness, wire_verdict
+from tests.gateway.test_parity_property import EXPLICIT, _same_quarantine_id, harness
 
 
 @pytest.mark.fak_theorem("D10.1")
@@ -34,25 +34,15 @@ def test_a_session_named_in_the_header_decides_as_in_process() -> None:
 @pytest.mark.fak_theorem("D10.1")
 def test_a_session_named_in_the_header_runs_as_in_process() -> None:
     with harness() as h:
-        kernel = h.kernel
         for wc in EXPLICIT:
-            ref_trace = h.trace("ref-sys-hdr", wc)
-            result, verdict = kernel.syscall(h.reference_call(wc, ref_trace, "http-sys"))
-            h.seen.pop(ref_trace, None)
+            want, ref_trace = h.expected_syscall(wc, "ref-sys-hdr")
             trace = h.trace("http-sys-hdr", wc)
+            want["trace_id"] = trace
             body = {k: v for k, v in h.body(wc, trace).items() if k != "trace_id"}
             r = h.http.post(
                 "/v1/fak/syscall", json=body, headers={**h.headers(wc), "X-Trace-Id": trace}
             )
             assert r.status_code == 200, r.text
-            assert _same_quarantine_id(r.json()) == {
-                "verdict": wire_verdict(kernel, verdict, result.meta),
-                "result": {
-                    "status": result.status.value,
-                    "content": result.payload,
-                    "meta": dict(result.meta),
-                },
-                "trace_id": trace,
-            }, wc
+            assert _same_quarantine_id(r.json()) == want, wc
             h.assert_kernel_saw(wc, trace, "http-sys")
-            assert kernel.taint(trace) == kernel.taint(ref_trace)
+            assert h.kernel.taint(trace) == h.kernel.taint(ref_trace)

@@ -307,6 +307,24 @@ class Harness:
             out["repaired_arguments"] = verdict.repaired_args
         return out
 
+    def expected_syscall(self, wc: WireCall, ref_side: str) -> tuple[dict[str, Any], str]:
+        """What ``/v1/fak/syscall`` owes for ``wc`` (``trace_id`` left for the caller):
+        ``kernel.syscall`` of the reference call on a fresh trace named for ``ref_side``,
+        its verdict rendered by :func:`wire_verdict`; and that trace, whose taint after the
+        run the wire's trace must match."""
+        ref_trace = self.trace(ref_side, wc)
+        result, verdict = self.kernel.syscall(self.reference_call(wc, ref_trace, "http-sys"))
+        self.seen.pop(ref_trace, None)
+        want = {
+            "verdict": wire_verdict(self.kernel, verdict, result.meta),
+            "result": {
+                "status": result.status.value,
+                "content": result.payload,
+                "meta": dict(result.meta),
+            },
+        }
+        return want, ref_trace
+
     def assert_kernel_saw(self, wc: WireCall, trace: str, side: str) -> None:
         """The kernel decided exactly the reference call, once, on this trace."""
         want = self.reference_call(wc, trace, side)
@@ -357,21 +375,12 @@ class Harness:
                 assert got["verdict"] == literal[0], side
 
         # 2. decide and run: kernel.syscall vs POST /v1/fak/syscall
-        ref_trace = self.trace("ref-sys", wc)
-        result, verdict = kernel.syscall(self.reference_call(wc, ref_trace, "http-sys"))
-        self.seen.pop(ref_trace, None)
+        want, ref_trace = self.expected_syscall(wc, "ref-sys")
         trace = self.trace("http-sys", wc)
+        want["trace_id"] = trace
         r = self.http.post("/v1/fak/syscall", json=self.body(wc, trace), headers=self.headers(wc))
         assert r.status_code == 200, r.text
-        assert _same_quarantine_id(r.json()) == {
-            "verdict": wire_verdict(kernel, verdict, result.meta),
-            "result": {
-                "status": result.status.value,
-                "content": result.payload,
-                "meta": dict(result.meta),
-            },
-            "trace_id": trace,
-        }
+        assert _same_quarantine_id(r.json()) == want
         self.assert_kernel_saw(wc, trace, "http-sys")
         literal = literal_for(wc)
         if literal is not None:

@@ -42,12 +42,17 @@ def close_states() -> Iterator[None]:
         _CLOSE.pop().close()
 
 
+def closing(state: RedisState) -> RedisState:
+    """``state``, closed after the test by :func:`close_states`."""
+    _CLOSE.append(state)
+    return state
+
+
 def shared_state(url: str, timeout: float = 0.5) -> RedisState:
     """A checked connection to the shared Redis at ``url``, closed after the test."""
     state = RedisState(url, timeout=timeout)
     state.check()
-    _CLOSE.append(state)
-    return state
+    return closing(state)
 
 
 def free_port() -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,22 +27,14 @@ from fak_core.redis_state import RedisState
 from fak_core.redis_stores import RedisHeldStore
 from fak_core.statedown import register_state_down
 
-from .support import RedisServer
-
-_OPEN: list[RedisState] = []
-
-
-@pytest.fixture(autouse=True)
-def _close() -> Iterator[None]:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
+from .support import RedisServer, closing
+from .support import close_states as close_states  # autouse: closes the shared states
 
 
 def shared(url: str) -> dict[str, Any]:
     state = RedisState(url)
     state.check()
-    _OPEN.append(state)
+    closing(state)
     return shared_kernel_options(state)
 
 

@@ -20,7 +20,6 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,8 @@ from fak_core.redis_state import (
 )
 from fak_core.statedown import StateUnavailable
 
-from .support import RedisServer, free_port
+from .support import RedisServer, closing, free_port
+from .support import close_states as close_states  # autouse: closes the shared states
 
 LOST = (
     "the shared state was lost (Redis came back without fak:epoch): taint may have been "
@@ -65,19 +65,9 @@ def policy_problem(policy: str) -> str:
     )
 
 
-_OPEN: list[RedisState] = []
-
-
-@pytest.fixture(autouse=True)
-def _close() -> Iterator[None]:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
-
-
 def opened(url: str, timeout: float | None = None) -> RedisState:
     shared = open_shared(url, timeout)
-    _OPEN.append(shared)
+    closing(shared)
     return shared
 
 
@@ -236,7 +226,7 @@ def test_a_redis_that_could_forget_refuses_the_start(
             opened(url)
         assert str(info.value) == f"--state {url}: {why}"
         unchecked = RedisState(url)
-        _OPEN.append(unchecked)
+        closing(unchecked)
         with pytest.raises(StateConfigError) as again:
             unchecked.check()
         assert str(again.value) == f"--state {url}: {why}"
