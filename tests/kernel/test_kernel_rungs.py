@@ -12,19 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fak_core import CallView, Kernel, Policy, ToolCall, VerdictKind
-from fak_core.preflight import Catch
-from fak_core.reasons import Reason
+from fak_core import Kernel, Policy, ToolCall, VerdictKind
 
-
-class _Rung:
-    def __init__(self, name: str, cost: float, catches: bool) -> None:
-        self.name = name
-        self.cost = cost
-        self.catches = catches
-
-    def check(self, view: CallView) -> Catch | None:
-        return Catch(Reason.POLICY_BLOCK, f"{self.name} caught") if self.catches else None
+from .test_ladder_rows import _Rung
 
 
 @pytest.mark.fak_theorem("A7.1")
