@@ -10,7 +10,10 @@ cached (:mod:`pytest_fak.mutcache`). Each re-run has a deadline (a mutant that l
 forever is killed by ``timeout``); code of the mutant still running in another thread
 when the deadline passes gets the same exception raised in that thread, then and every
 half second until the witness has returned, so a witness whose exit waits on such a
-thread (a test client joining its event-loop thread) is not stuck behind it. Each re-run also
+thread (a test client joining its event-loop thread) is not stuck behind it. After every
+re-run, killed or not, any other thread still running the mutant's code is stopped the
+same way, so a worker the mutant never lets finish cannot spin on through later re-runs.
+Each re-run also
 has an address-space budget (:mod:`pytest_fak.crash`): a mutant that allocates without
 bound is killed by ``memory``; one that crashes the xdist worker is killed by ``crashed``.
 
@@ -50,6 +53,7 @@ __all__ = [
     "MutantTimeout",
     "deadline",
     "interrupt_mutant",
+    "stop_mutant_threads",
 ]
 
 MODES = ("off", "incremental", "full")
@@ -249,7 +253,9 @@ class MutantQuarantine:
 class GeneratedPhase:
     """One process's view of the generated mutants, their waivers and the cache."""
 
-    def __init__(self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str) -> None:
+    def __init__(
+        self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str, build: str | None = None
+    ) -> None:
         self.mode = mode
         self.budget = budget
         self.generations: dict[str, Generation] = {}
@@ -269,7 +275,7 @@ class GeneratedPhase:
         for ms in self.of_theorem.values():
             for m in ms:
                 self.by_id[m.id] = m
-        self.cache = MutantCache(cache_dir, read=mode == "incremental")
+        self.cache = MutantCache(cache_dir, read=mode == "incremental", plugin=build)
         self.local_kills: dict[str, set[str]] = {}
         self.witnesses_of: dict[str, list[str]] = {}
         self.fingerprints: dict[str, str] = {}
@@ -390,6 +396,26 @@ class _Timer:
 
 
 def interrupt_mutant(m: GeneratedMutant) -> int:
-    """After a timeout: stop other threads still running the mutant's code."""
+    """At a deadline: raise :class:`MutantTimeout` once in every other thread running the
+    mutant's code (called from a signal handler or the watchdog, so it never waits)."""
     code = m.current_code()
     return _interrupt_threads(_codes(code)) if code is not None else 0
+
+
+def stop_mutant_threads(m: GeneratedMutant, rounds: int = 50, pause: float = 0.02) -> int:
+    """After a re-run, whatever its outcome: stop every other thread still running the
+    mutant's code, raising :class:`MutantTimeout` into it again (a mutated ``except`` may
+    swallow one) until none is left or ``rounds`` pauses pass. Returns how many threads
+    it raised into (0 when the re-run left none, the usual case)."""
+    code = m.current_code()
+    if code is None:
+        return 0
+    codes = _codes(code)
+    hit = 0
+    for _ in range(rounds):
+        n = _interrupt_threads(codes)
+        if not n:
+            break
+        hit += n
+        time.sleep(pause)
+    return hit

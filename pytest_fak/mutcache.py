@@ -5,9 +5,11 @@ reach the mutated line". It is true for as long as what produced it is unchanged
 key is SHA-256 over: the mutant (its anchor's source hash and its id, which carries the
 hash of the mutated text), the witness (its node id and the content of its test module),
 and the run's budget (pytest-fak's version, Hypothesis's version, the mutant example
-and memory budgets). The theorem text is not in the key: it decides which anchors, witnesses and
-waivers a verdict folds, and that is recomputed on every run; it cannot change what a
-witness does under a mutant.
+and memory budgets). The theorem text is not in the key: it decides which anchors, witnesses
+and waivers a verdict folds, and that is recomputed on every run; it cannot change what a
+witness does under a mutant. Each entry also records the plugin build that wrote it (its
+version and code digest): another build's entry can never be hit again, so writing the file
+drops it.
 
 The file is ``<rootdir>/.fak-cache/mutants.json`` by default (ini ``fak_cache_dir``): one
 entry per line, sorted, so it can be committed and merged; a clean clone of a commit
@@ -29,7 +31,9 @@ from typing import Any
 __all__ = ["CACHE_FILE", "Entry", "MutantCache", "witness_fingerprint"]
 
 CACHE_FILE = "mutants.json"
-_SCHEMA = "pytest-fak/mutant-cache/v1"
+_SCHEMA = "pytest-fak/mutant-cache/v2"
+#: an older file's rows carry no plugin digest: they load, and the next write drops them
+_OLD_SCHEMAS = frozenset({"pytest-fak/mutant-cache/v1"})
 #: outcomes worth keeping (broken and inconclusive runs are retried next time)
 CACHEABLE = frozenset({"killed", "timeout", "memory", "crashed", "survived", "uncovered"})
 
@@ -41,6 +45,7 @@ class Entry:
     anchor_sha: str
     nodeid: str
     witness_fp: str
+    plugin: str = ""
 
 
 def witness_fingerprint(path: str | os.PathLike[str], budget: str) -> str:
@@ -61,8 +66,12 @@ def key(anchor_sha: str, mutant_id: str, nodeid: str, witness_fp: str) -> str:
 class MutantCache:
     """Entries read at the start of a run, plus the ones this run adds."""
 
-    def __init__(self, directory: Path, read: bool = True) -> None:
+    def __init__(self, directory: Path, read: bool = True, plugin: str | None = None) -> None:
+        """``plugin``: the digest of the plugin build writing this run's entries; with it,
+        :meth:`write` drops every entry another build wrote (``None`` keeps them all, for
+        tools that merge caches)."""
         self.path = directory / CACHE_FILE
+        self.plugin = plugin
         self.entries: dict[str, Entry] = {}
         self.fresh: dict[str, Entry] = {}
         if read:
@@ -73,10 +82,14 @@ class MutantCache:
             doc = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return
-        if not isinstance(doc, dict) or doc.get("schema") != _SCHEMA:
+        if not isinstance(doc, dict) or doc.get("schema") not in {_SCHEMA, *_OLD_SCHEMAS}:
             return
-        for k, row in (doc.get("entries") or {}).items():
-            if isinstance(row, list) and len(row) == 5 and all(isinstance(x, str) for x in row):
+        entries = doc.get("entries")
+        if not isinstance(entries, dict):
+            return
+        for k, row in entries.items():
+            ok = isinstance(row, list) and len(row) in (5, 6)
+            if ok and all(isinstance(x, str) for x in row):
                 self.entries[k] = Entry(*row)
 
     def get(self, anchor_sha: str, mutant_id: str, nodeid: str, witness_fp: str) -> str | None:
@@ -94,13 +107,18 @@ class MutantCache:
     ) -> None:
         if outcome in CACHEABLE:
             k = key(anchor_sha, mutant_id, nodeid, witness_fp)
-            self.fresh[k] = Entry(outcome, symbol, anchor_sha, nodeid, witness_fp)
+            self.fresh[k] = Entry(
+                outcome, symbol, anchor_sha, nodeid, witness_fp, self.plugin or ""
+            )
 
     def write(self, anchors: dict[str, str], witnesses: dict[str, str]) -> Path:
         """Write old entries still valid for ``anchors`` (symbol → source sha) and
-        ``witnesses`` (node id → fingerprint), plus this run's; return the path."""
+        ``witnesses`` (node id → fingerprint) and made by this plugin build, plus this
+        run's; return the path."""
         keep: dict[str, Any] = {}
         for k, e in self.entries.items():
+            if self.plugin is not None and e.plugin != self.plugin:
+                continue
             if e.symbol in anchors and anchors[e.symbol] != e.anchor_sha:
                 continue
             if e.nodeid in witnesses and witnesses[e.nodeid] != e.witness_fp:
@@ -110,7 +128,7 @@ class MutantCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         rows = ",\n".join(
             f"    {json.dumps(k)}: "
-            + json.dumps([e.outcome, e.symbol, e.anchor_sha, e.nodeid, e.witness_fp])
+            + json.dumps([e.outcome, e.symbol, e.anchor_sha, e.nodeid, e.witness_fp, e.plugin])
             for k, e in sorted(keep.items())
         )
         text = f'{{\n  "schema": "{_SCHEMA}",\n  "entries": {{\n{rows}\n  }}\n}}\n'

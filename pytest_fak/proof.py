@@ -29,6 +29,7 @@ import pytest
 
 from pytest_fak import ci, crash, hyp, inputs, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
+from pytest_fak.generated import GeneratedMutant
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
     MODES,
@@ -38,6 +39,7 @@ from pytest_fak.mutation import (
     MutantTimeout,
     deadline,
     interrupt_mutant,
+    stop_mutant_threads,
 )
 from pytest_fak.paths import PACK_DIR
 from pytest_fak.provenance import git_info
@@ -146,7 +148,9 @@ class ProofSession:
         self.cache_written: Path | None = None
         if self.mutate != "off" and not self.errors:
             chosen = TheoremIndex(t for t in self.index if self.selection.wants(t.id))
-            self.generated = GeneratedPhase(chosen, self.mutate, self._cache_dir(), self._budget())
+            self.generated = GeneratedPhase(
+                chosen, self.mutate, self._cache_dir(), self._budget(), self._build()
+            )
             self.errors += self.generated.errors
         self.collect_only = bool(config.getoption("collectonly"))
         self.committed: dict[str, Any] | None = None
@@ -211,24 +215,29 @@ class ProofSession:
         d = Path(str(raw or ".fak-cache"))
         return d if d.is_absolute() else self.rootpath / d
 
-    def _budget(self) -> str:
-        """What a cached mutant outcome depends on besides the code and the witness."""
-        from importlib import metadata
-
+    @staticmethod
+    def _build() -> str:
+        """This plugin build: its version and a digest of the code a mutant's outcome
+        depends on (a development build keeps its version number)."""
         from pytest_fak import __version__
 
-        try:
-            hv = metadata.version("hypothesis")
-        except metadata.PackageNotFoundError:  # pragma: no cover - a dependency
-            hv = "none"
-        # the plugin's own source too: a development build keeps its version number
         here = Path(__file__).parent
         code = hashlib.sha256()
         own = ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py", "rebuild.py")
         for name in (*own, "crash.py"):
             code.update((here / name).read_bytes())
+        return f"{__version__} ({code.hexdigest()[:16]})"
+
+    def _budget(self) -> str:
+        """What a cached mutant outcome depends on besides the code and the witness."""
+        from importlib import metadata
+
+        try:
+            hv = metadata.version("hypothesis")
+        except metadata.PackageNotFoundError:  # pragma: no cover - a dependency
+            hv = "none"
         return (
-            f"pytest-fak {__version__} ({code.hexdigest()[:16]}); hypothesis {hv}; "
+            f"pytest-fak {self._build()}; hypothesis {hv}; "
             f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}; "
             f"mutant-memory {self.mutant_memory}"
         )
@@ -606,8 +615,11 @@ class ProofSession:
             raise
         except BaseException:
             return verdicts.BROKEN
-        if outcome == TIMEOUT:
-            interrupt_mutant(m)
+        if isinstance(m, GeneratedMutant):
+            # a thread the re-run left running the mutant's code (a worker whose loop the
+            # mutant no longer ends, though the witness already failed) would spin on
+            # through every later re-run: stop it, whatever the outcome
+            stop_mutant_threads(m)
         return outcome
 
     @pytest.hookimpl(wrapper=True)
