@@ -120,27 +120,35 @@ class _Clock:
         self.stopped = False
         self.fired = 0
         self.stop = threading.Event()
+        self.expired = threading.Event()
         self.watchdog: threading.Thread | None = None
 
     def expire(self) -> None:
         if self.on_expiry is not None:
             self.on_expiry()
 
+    def arm(self) -> None:
+        """Start the watchdog now, before the block runs: a thread started later, from the
+        alarm handler, can die before it runs (no room left under the re-run's address-space
+        cap, a thread-crash hook that drops its error), and ``Thread.start`` then waits for
+        it for ever (seen in a proof run, in a worker that held 1,200 threads)."""
+        self.watchdog = threading.Thread(target=self.watch, name="fak-mutant-watchdog", daemon=True)
+        self.watchdog.start()
+
     def fire(self, signum: int, frame: FrameType | None) -> None:
         if self.stopped:
             return  # a late alarm while the deadline is being taken down
         self.fired += 1
         self.expire()
-        if self.watchdog is None:
-            self.watchdog = threading.Thread(
-                target=self.watch, name="fak-mutant-watchdog", daemon=True
-            )
-            self.watchdog.start()
+        self.expired.set()
         raise MutantTimeout(f"the witness ran past its {self.seconds:.1f} s deadline")
 
     def watch(self) -> None:
         """Past the deadline: keep stopping the mutant's code in other threads, and raise
         in the main thread again while it stays stuck (at most ``_RERAISES`` times)."""
+        self.expired.wait()  # set by the alarm, or by close
+        if self.stop.is_set():
+            return
         main = threading.main_thread().ident
         # a main thread still inside after as long again as the deadline itself is stuck
         every = max(_MIN_ROUNDS, math.ceil(self.seconds / _GRACE))
@@ -156,6 +164,7 @@ class _Clock:
     def close(self) -> None:
         self.stopped = True
         self.stop.set()
+        self.expired.set()
         signal.setitimer(signal.ITIMER_REAL, 0)
         if self.watchdog is not None:
             self.watchdog.join()
@@ -187,6 +196,7 @@ def deadline(seconds: float, on_expiry: Callable[[], object] | None = None) -> I
         yield
         return
     clock = _Clock(seconds, on_expiry)
+    clock.arm()
     old = signal.signal(signal.SIGALRM, clock.fire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
