@@ -642,17 +642,14 @@ class Kernel:
                 out = fn(args)
             else:
                 out = self._tool_pool.run(_noting(fn, own), args, timeout=timeout)
-        except DeadlineExceeded as exc:
-            if timeout is None or exc in own:  # the tool's own, not its deadline's
-                self.counters.tool_errors += 1
-                msg = f"tool {call.tool!r} raised {type(exc).__name__}: {exc}"[:512]
-            else:
+        except Exception as exc:
+            # the pool's deadline, not a DeadlineExceeded the tool raised itself
+            if isinstance(exc, DeadlineExceeded) and timeout is not None and exc not in own:
                 self.counters.tool_timeouts += 1
                 msg = f"tool {call.tool!r} timed out after {timeout:g}s"
-            result = Result(Status.ERROR, "", frozen_meta({"error": msg}))
-        except Exception as exc:
-            self.counters.tool_errors += 1
-            msg = f"tool {call.tool!r} raised {type(exc).__name__}: {exc}"[:512]
+            else:
+                self.counters.tool_errors += 1
+                msg = f"tool {call.tool!r} raised {type(exc).__name__}: {exc}"[:512]
             result = Result(Status.ERROR, "", frozen_meta({"error": msg}))
         else:
             result = Result(Status.OK, _payload(out), taint=Taint.TRUSTED)
