@@ -198,7 +198,13 @@ def own_deadline_is_timeout() -> Any:
     """A ``DeadlineExceeded`` the tool raises itself is read as the kernel's timeout (the
     bug): counted in ``tool_timeouts`` under ``tool_timeout``, and without one the timeout
     message cannot even be written (``None:g``) and the exception escapes."""
-    return edited(_kernel.Kernel._run, ("if timeout is None or exc in own:", "if False:"))
+    return edited(
+        _kernel.Kernel._run,
+        (
+            "if isinstance(exc, DeadlineExceeded) and timeout is not None and exc not in own:",
+            "if isinstance(exc, DeadlineExceeded):",
+        ),
+    )
 
 
 @mutant("D8/abstain-confirms")
