@@ -39,28 +39,45 @@ READER = textwrap.dedent(
     conn = None
     for line in sys.stdin:
         cmd, _, arg = line.rstrip("\\n").partition(" ")
-        if cmd == "hold" and conn is None:
-            conn = sqlite3.connect(f"file:{arg}?mode=ro", uri=True, isolation_level=None)
-            conn.execute("BEGIN")
-            n = conn.execute("SELECT count(*) FROM decisions").fetchone()[0]
-            print("held", n, flush=True)
-        elif cmd == "release" and conn is not None:
-            conn.execute("COMMIT")
-            conn.close()
-            conn = None
-            print("released", flush=True)
-        else:
-            print("noop", flush=True)
+        try:
+            if cmd == "hold" and conn is None:
+                conn = sqlite3.connect(f"file:{arg}?mode=ro", uri=True, isolation_level=None)
+                conn.execute("BEGIN")
+                n = conn.execute("SELECT count(*) FROM decisions").fetchone()[0]
+                reply = f"held {n}"
+            elif cmd == "release" and conn is not None:
+                held, conn = conn, None
+                try:
+                    held.execute("COMMIT")
+                finally:
+                    held.close()
+                reply = "released"
+            else:
+                reply = "noop"
+        except Exception as exc:  # a failure is an answer: the reader lives on
+            if conn is not None:
+                conn.close()
+                conn = None
+            reply = f"error {type(exc).__name__}: {exc}"
+        print(" ".join(reply.split()), flush=True)
     """
 )
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 
 
 class Reader:
-    """Another process that opens the journal and holds a read transaction on it."""
+    """Another process that opens the journal and holds a read transaction on it.
+
+    It lives for the module, across the proof run's mutant re-runs: one that ends it (a
+    mutant can break the journal under it) must not fail the runs after it on the real
+    code through a dead pipe, so a reader found dead is started again."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
+        self.proc = self._start()
+
+    @staticmethod
+    def _start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
             [sys.executable, "-c", READER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -68,23 +85,38 @@ class Reader:
         )
 
     def _say(self, line: str) -> str:
+        """Send one command and return the reply; empty if the reader died on it."""
+        if self.proc.poll() is not None:
+            self.close()
+            self.proc = self._start()
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return ""
         return self.proc.stdout.readline().strip()
 
     def hold(self, path: Path) -> None:
-        self._say(f"hold {path}")
+        reply = self._say(f"hold {path}")
+        assert reply.startswith("held ") or reply == "noop", (
+            f"the reader could not hold a read transaction on {path.name}: {reply or 'it died'}"
+        )
 
     def release(self) -> None:
         self._say("release")
 
     def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        """End the process, dead or alive; a pipe to a dead reader is no error."""
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +124,25 @@ def reader() -> Iterator[Reader]:
     r = Reader()
     yield r
     r.close()
+
+
+def test_a_reader_that_died_is_started_again(tmp_path: Path, reader: Reader) -> None:
+    """The reader outlives every run of the module: one that ended (as a mutant's re-run
+    can end it) is started again on the next command, and closing it is no error."""
+    k, j = journaled(tmp_path / "j.db")
+    k.decide(ToolCall("get_a", "{}", "t0"))
+    j.close()
+    reader.proc.kill()
+    reader.proc.wait()
+    reader.hold(tmp_path / "j.db")  # a dead pipe raised BrokenPipeError here
+    assert reader.proc.poll() is None
+    reader.release()
+    reader.proc.kill()
+    reader.proc.wait()
+    with pytest.raises(AssertionError, match="could not hold"):
+        reader.hold(tmp_path / "missing" / "j.db")  # a reply of error, not a dead reader
+    assert reader.proc.poll() is None
+    reader.close()  # a second close, at teardown, is no error either
 
 
 def series(path: Path) -> list[Path]:
