@@ -165,9 +165,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # (e.g. --pyargs pytest_fak.pack.witness_fold::test_fold_picks_most_restrictive).
         config.args.append(str(PACK_DIR))
     if config.getoption("fak_theorems"):
+        from pytest_fak import mutant_examples
         from pytest_fak.proof import ProofSession
 
         config.pluginmanager.register(ProofSession(config), "fak-proof")
+        config.pluginmanager.register(mutant_examples, "fak-mutant-examples")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
