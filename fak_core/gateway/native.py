@@ -49,12 +49,6 @@ class PolicySource:
             raise LookupError("this gateway was started without a policy file")
         return load_policy(self.path)
 
-    def reload(self, state: GatewayState) -> dict[str, Any]:
-        """Re-read the file and swap it in; :class:`PolicyError` leaves the old one running."""
-        policy = self.load()
-        state.kernel.set_policy(policy)
-        return self.describe(policy)
-
     def describe(self, policy: Policy) -> dict[str, Any]:
         return {"reloaded": True, "source": str(self.path), "digest": policy_digest(policy)}
 

@@ -175,3 +175,36 @@ def test_the_table_is_exactly_full_at_its_bound() -> None:
     assert table.claim("x" * 39 + "4", None) is not None
     assert table.stats()["sessions_evicted"] == 1
     assert table.claim("x" * 39 + "1", None) is None  # the oldest went, orphaned
+
+
+LEAST = ENTRY_OVERHEAD + MAX_TRACE_BYTES  # one entry of the longest trace id
+
+
+@pytest.mark.fak_theorem("D12")
+@pytest.mark.parametrize("max_bytes", [LEAST - 1, ENTRY_OVERHEAD, 1, 0, -1])
+def test_a_bound_too_small_for_one_entry_is_refused(max_bytes: int) -> None:
+    with pytest.raises(ValueError, match=rf"\bat least {LEAST}\b"):
+        Sessions(max_bytes)
+
+
+@pytest.mark.fak_theorem("D12")
+def test_the_least_bound_holds_one_entry_of_the_longest_trace() -> None:
+    table = Sessions(LEAST)
+    first, second = "a" * MAX_TRACE_BYTES, "b" * MAX_TRACE_BYTES
+    token = table.claim(first, None)
+    assert token is not None and table.permits(first, token, None) == "owner"
+    assert table.claim(second, None) is not None  # the first is dropped to make room
+    assert table.stats()["session_bytes"] == LEAST and table.stats()["sessions_evicted"] == 1
+
+
+@pytest.mark.fak_theorem("D12")
+def test_every_trace_id_can_be_bound_whatever_its_orphan_bit() -> None:
+    """4,096 distinct ids land all over the salted bitmap: each is bound and read back by
+    its owner. A bitmap short by a ninth (``ORPHAN_BITS // 9`` bytes) would go unnoticed
+    with odds of about 1e-209."""
+    table = Sessions()
+    for i in range(4096):
+        trace = f"trace-{i}"
+        token = table.claim(trace, None)
+        assert token is not None, trace
+        assert table.permits(trace, token, None) == "owner", trace
