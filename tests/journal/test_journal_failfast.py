@@ -1,5 +1,6 @@
-"""C1.2 (c) and (d) at their edges: a failure wakes a ``sync`` already waiting, and a
-journal's settings are refused before any file is made, ``rotate_bytes`` below 0 among them.
+"""C1.2 (c), (d) and (e) at their edges: a failure wakes a ``sync`` already waiting, a
+writer that stops on any error fails the journal closed, and a journal's settings are
+refused before any file is made, ``rotate_bytes`` below 0 among them.
 
 The failure is real: a second connection holds SQLite's write lock while a row is queued
 and a ``sync`` waits for it with a long timeout, then installs a trigger that refuses every
@@ -92,6 +93,37 @@ def test_a_failure_wakes_a_sync_that_waits_for_a_commit(tmp_path: Path) -> None:
         with contextlib.suppress(sqlite3.Error):
             hold.execute("ROLLBACK")
         hold.close()
+        j.close()
+
+
+@pytest.mark.fak_theorem("C1.2")
+def test_a_writer_that_stops_on_any_error_fails_the_journal_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not only an SQLite error: whatever escapes the writer's loop (here a fault injected
+    into ``_drain`` before the journal starts its thread) fails the journal closed at once,
+    naming the writer, instead of leaving a dead thread behind a journal that looks open."""
+
+    def broken_drain(self: Journal) -> None:
+        raise RuntimeError("an error no commit expects")
+
+    monkeypatch.setattr(Journal, "_drain", broken_drain)
+    k = Kernel(Policy(allow=("x",)))
+    k.register_tool("x", lambda a: "ran")
+    j = Journal(_fresh(tmp_path) / "j.db", commit_timeout=WAIT)
+    j.attach(k)
+    try:
+        _until(lambda: j.error is not None)
+        assert j.error is not None and "the writer stopped" in j.error
+        assert "an error no commit expects" in j.error
+        started = time.monotonic()
+        with pytest.raises(JournalError):
+            j.sync(WAIT)
+        assert time.monotonic() - started < WAIT / 3, "sync waited for a writer that is gone"
+        result, verdict = k.syscall(ToolCall("x", "{}", "t"))
+        assert verdict.kind == VerdictKind.DENY and verdict.by == "journal"
+        assert result.payload != "ran"
+    finally:
         j.close()
 
 
