@@ -36,8 +36,9 @@ from urllib.parse import SplitResult, parse_qs, urlsplit
 
 import redis
 import redis.asyncio
+import redis.asyncio.retry
+import redis.retry
 from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from fak_core.statedown import STATE_DOWN, StateUnavailable, register_state_down
 
@@ -128,12 +129,15 @@ class RedisState:
         options: dict[str, Any] = {
             "socket_timeout": timeout,
             "socket_connect_timeout": timeout,
-            "retry": Retry(NoBackoff(), 0),
             "health_check_interval": 0,
             "encoding_errors": "surrogatepass",  # as every other store encodes trace ids
         }
-        self.client: redis.Redis = redis.Redis.from_url(url, **options)
-        self._async_options = options
+        # No retries: each client gets the retry policy of its own kind (redis-py 8 warns,
+        # and drops a custom policy, when an asyncio client is given the synchronous one).
+        self.client: redis.Redis = redis.Redis.from_url(
+            url, retry=redis.retry.Retry(NoBackoff(), 0), **options
+        )
+        self._async_options = {**options, "retry": redis.asyncio.retry.Retry(NoBackoff(), 0)}
         self._aclient: redis.asyncio.Redis | None = None
         self.epoch = ""
         self._lock = threading.Lock()

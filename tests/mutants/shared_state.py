@@ -85,6 +85,18 @@ def ratelimit_reset_unguarded() -> Any:
     )
 
 
+@mutant("C4.4/async-probe-sync-retry")
+def async_probe_sync_retry() -> Any:
+    """``/healthz``'s asyncio client is handed the synchronous retry policy (the bug fixed):
+    redis-py 8 warns on every probe, and drops any custom retry behaviour. Older redis-py
+    accepts it silently, so this mutant is killed (by the warning, an error in tests) only
+    where redis-py 8 is installed, as the committed lock installs it."""
+    return edited(
+        RedisState.__init__,
+        ('"retry": redis.asyncio.retry.Retry(', '"retry": redis.retry.Retry('),
+    )
+
+
 @mutant("C4.7/held-key-strict-utf8")
 def held_key_strict_utf8() -> Any:
     """The shared held store decodes the id Redis hands back as strict UTF-8: a payload

@@ -191,6 +191,12 @@ class Replica:
         self.proc.kill()
         self.proc.wait(10)
 
+    def stderr(self) -> str:
+        """Everything the process wrote to its standard error so far."""
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
     def stop(self) -> None:
         client = getattr(self, "client", None)
         if client is not None:

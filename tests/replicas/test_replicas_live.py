@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 import uuid
@@ -343,6 +344,28 @@ def test_a_redis_that_could_forget_taint_is_refused_at_start(
     err = capsys.readouterr().err
     assert code == 2
     assert named in err and "taint" in err
+
+
+def test_serve_with_shared_state_prints_no_warning(
+    redis_server: RedisServer, policy_file: Path
+) -> None:
+    """``fak serve --state`` warns of nothing, from its start through a health probe (the
+    asyncio client) and a decision (the synchronous one) to its stop: every warning is shown
+    (``-W default``), so a library's complaint about how we use it (redis-py 8 converting a
+    synchronous retry policy it was handed) fails here, not in a user's log."""
+    r = Replica(
+        redis_server.url, "quiet", "--policy", str(policy_file), env={"PYTHONWARNINGS": "default"}
+    )
+    try:
+        assert r.health()["state"]["ok"] is True
+        assert _kind(r.adjudicate(_trace("quiet"), "get_a", {})) == ("ALLOW", None)
+        r.proc.terminate()
+        r.proc.wait(10)
+        err = r.stderr()
+    finally:
+        r.stop()
+    warned = re.findall(r"^.*\b\w*Warning\b.*$", err, re.MULTILINE)
+    assert not warned, err
 
 
 def test_workers_without_shared_state_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
