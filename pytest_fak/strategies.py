@@ -1,6 +1,7 @@
 """Hypothesis strategies for witnesses about a fak kernel.
 
-- :func:`tool_calls`: well-formed calls for a tool's JSON Schema (``hypothesis-jsonschema``).
+- :func:`tool_calls`: well-formed calls for a tool's JSON Schema (``hypothesis-jsonschema``,
+  through :mod:`pytest_fak.schemas`).
 - :func:`calls_for`: valid and/or invalid calls for several tools, from each one's schema.
 - :func:`malformed_args`: argument bytes rung 0 must refuse (non-JSON, non-object,
   truncated, invalid UTF-8).
@@ -75,7 +76,7 @@ def _checked(tool: str, schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _valid_args(tool: str, schema: Mapping[str, Any]) -> st.SearchStrategy[str]:
-    from hypothesis_jsonschema import from_schema
+    from pytest_fak.schemas import from_schema
 
     return from_schema(_checked(tool, schema)).filter(lambda v: isinstance(v, dict)).map(_dumps)
 
@@ -133,7 +134,8 @@ def _parses(text: str) -> bool:
 def schema_violating_args(schema: Mapping[str, Any]) -> st.SearchStrategy[str]:
     """JSON-object argument text that parses but fails ``schema`` (rung 1 must refuse it)."""
     import jsonschema
-    from hypothesis_jsonschema import from_schema
+
+    from pytest_fak.schemas import from_schema
 
     validator = jsonschema.Draft202012Validator(dict(schema))
     objects = st.dictionaries(st.text(max_size=10), _JSON, max_size=5)

@@ -16,10 +16,10 @@ import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 
 from fak_core import ArgsError, compile_schema, parse_args
 from fak_core.jsonargs import DEFAULT_MAX_DEPTH
+from pytest_fak.schemas import from_schema
 
 
 class Refused(Exception):
