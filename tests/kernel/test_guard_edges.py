@@ -17,7 +17,7 @@ import shutil
 import subprocess
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, ToolCall, selfmodify
@@ -72,12 +72,21 @@ _PLAIN = [*'ab/_.-?"0123456789abcdefABCDEFxuU', " ", "\u00e9", "\u20ac"]
 
 
 def _closed(body: str) -> str:
-    """``body`` as the text of a ``$'...'`` string: a final unpaired backslash (``\\c\\``
-    at the end) would escape the closing quote, so a letter follows it."""
+    """``body`` as the text of a ``$'...'`` string, read the way bash's lexer reads it (a
+    backslash and the character after it are a pair, whatever the decoder makes of them
+    later): a quote the pairing leaves bare (``\\c\\`` then ``\\'``) would end the string
+    early, so it is escaped; a final unpaired backslash would escape the closing quote, so a
+    letter follows it."""
+    out = []
     i = 0
     while i < len(body):
-        i += 2 if body[i] == "\\" else 1
-    return body + "x" if i > len(body) else body
+        if body[i] == "\\":
+            out.append(body[i : i + 2] if i + 1 < len(body) else "\\x")
+            i += 2
+        else:
+            out.append("\\'" if body[i] == "'" else body[i])
+            i += 1
+    return "".join(out)
 
 
 ANSI_BODIES = st.lists(st.sampled_from(_ESCAPES + _PLAIN), max_size=10).map("".join).map(_closed)
@@ -103,6 +112,7 @@ def _ours(body: str) -> bytes:
 @pytest.mark.fak_theorem("D2.4")
 @pytest.mark.skipif(BASH is None, reason="no bash to compare with (the table below stands)")
 @given(st.lists(ANSI_BODIES, min_size=8, max_size=8))
+@example([_closed("\\c\\" + "\\'"), *[""] * 7])  # a quote \\c\\ left bare ended the string
 def test_ansi_c_strings_read_as_bash_reads_them(bodies: list[str]) -> None:
     """Differential against bash: the bytes of ``$'body'`` (escapes, \\c, unknown escapes,
     octal overflow, UTF-8 past U+10FFFF, an escaped NUL) are bash's."""
