@@ -4,7 +4,9 @@ The wheel is built from a copy of the project's sources, installed with only the
 ``plugin`` extra (the slim install: no gateway libraries) into a new venv that sees
 nothing of this one, and the example's README commands run there: the proof run with
 the bundled pack, then ``fak proofs check``. Packages come from the configured index (or
-pip's find-links cache). About a minute on two cores.
+pip's find-links cache), constrained to the versions installed in the environment that
+runs the test, so the run is as reproducible as that environment's lock. About a minute
+on two cores.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -36,6 +39,18 @@ def _clean_env(venv: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return env
+
+
+def _this_environment() -> str:
+    """Constraints pinning every package installed here at its version: the wheel's venv
+    gets what this run was locked to (``requirements/dev.txt`` in CI, each end's lock under
+    ``.ci/ranges``), not whatever the index holds today."""
+    pins = {
+        d.metadata["Name"].lower(): d.version
+        for d in metadata.distributions()
+        if d.metadata["Name"] and d.metadata["Name"].lower() != "pytest-fak"
+    }
+    return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
 def test_airline_example_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
@@ -68,7 +83,11 @@ def test_airline_example_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     made = _run(sys.executable, "-m", "venv", venv, cwd=tmp_path, env=env)
     assert made.returncode == 0, made.stderr
     py = venv / "bin" / "python"
-    installed = _run(py, "-m", "pip", "install", "-q", f"{wheel}[plugin]", cwd=tmp_path, env=env)
+    pins = tmp_path / "constraints.txt"
+    pins.write_text(_this_environment())
+    installed = _run(
+        py, "-m", "pip", "install", "-q", "-c", pins, f"{wheel}[plugin]", cwd=tmp_path, env=env
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
 
     # the slim install: the kernel and the plugin, none of the gateway's libraries
