@@ -5,7 +5,8 @@
 edited in ``pyproject.toml`` without running ``.ci/lock`` again would go unnoticed. This
 script reads every requirement of the project and of the extras it is given (following
 ``pytest-fak[...]`` self-references), and exits 1 naming each one the installed versions
-do not satisfy: a missing package, or a version outside its range.
+do not satisfy: a missing package, or a version outside its range; otherwise it prints the
+version installed of each.
 
     python .ci/check_lock.py dev
 """
@@ -60,7 +61,8 @@ def main(extras: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    print(f"check_lock: every requirement of pytest-fak[{','.join(extras)}] is satisfied")
+    found = ", ".join(f"{r.name} {version(r.name)}" for r in requirements(extras))
+    print(f"check_lock: every requirement of pytest-fak[{','.join(extras)}] is satisfied: {found}")
     return 0
 
 
