@@ -188,8 +188,10 @@ def _frame_error(line: bytes, max_frame: int) -> types.JSONRPCError | None:
 
     The SDK drops frames it cannot parse without a word; a client then waits forever.
     Here every such frame gets the protocol's answer: -32700 for text that is not JSON,
-    -32600 for JSON that is not a JSON-RPC 2.0 message, is over the size limit, or nests
-    deeper than the SDK's own JSON reader goes (about 200 levels, where orjson reads 1024).
+    -32600 for JSON that is not a JSON-RPC 2.0 message, is over the size limit, nests
+    deeper than the SDK's own JSON reader goes (about 200 levels, where orjson reads 1024),
+    or holds what that reader refuses where orjson does not (a number whose mantissa has
+    over 4300 digits, brought into range by its exponent).
     The message is validated from its text exactly as the SDK will read it, so nothing
     this lets through can be dropped there.
     """
@@ -211,12 +213,8 @@ def _frame_error(line: bytes, max_frame: int) -> types.JSONRPCError | None:
         rid = rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
         first = exc.errors()[0]
         if first.get("type") == "json_invalid":  # valid JSON the SDK's reader cannot take
-            return _rpc_error(
-                rid,
-                INVALID_REQUEST,
-                f"invalid request: this server cannot read the frame ({first['msg']}); "
-                "send one that nests less deeply",
-            )
+            why = f"invalid request: this server cannot read the frame ({first['msg']})"
+            return _rpc_error(rid, INVALID_REQUEST, why)
         where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int))
         return _rpc_error(rid, INVALID_REQUEST, f"invalid request: {where}: {first['msg']}")
     return None

@@ -6,8 +6,10 @@ and reads every line the server writes before the ping's answer. The expected an
 written here from JSON-RPC 2.0 and the MCP SDK's message types, not from the server's
 code: -32700 (id null) for text that is not JSON, -32600 (id null) for JSON that is not an
 object or for a frame over the frame limit (naming the limit), -32600 with the frame's id
-(a string or an integer, else null) naming the first field the SDK's reader refuses, and
-nothing for a blank line; a frame the SDK reads is the SDK's to answer.
+(a string or an integer, else null) naming the first field the SDK's reader refuses or
+saying that it cannot read the text at all (valid JSON its reader refuses: a number of
+over 4300 mantissa digits), and nothing for a blank line; a frame the SDK reads is the
+SDK's to answer.
 """
 
 from __future__ import annotations
@@ -160,6 +162,39 @@ def test_every_frame_the_sdk_cannot_read_is_answered_and_serving_goes_on() -> No
             assert await client.answers(blank) == [], blank  # nothing to answer
 
     run(body)
+
+
+def _long_mantissa(digits: int) -> bytes:
+    """A JSON number of ``digits + 1`` mantissa digits that its exponent brings back to 1."""
+    return b"1" + b"0" * digits + b"e-" + str(digits).encode()
+
+
+@pytest.mark.fak_theorem("D10.7")
+def test_valid_json_the_sdks_reader_refuses_is_answered() -> None:
+    """orjson reads a number of any length whose value is finite; the SDK's reader
+    (pydantic-core) refuses a mantissa of over 4300 digits, CPython's limit for converting
+    an integer's text, as ``json_invalid``. Such a frame is answered -32600, with its id
+    where the id is a string or an integer; one digit fewer reaches the SDK, which answers."""
+
+    async def body(client: Client) -> None:
+        for digits in (4300, 4301, 6000):
+            n = _long_mantissa(digits)
+            for frame, want_id in (
+                (b'{"jsonrpc":"2.0","id":41,"method":"ping","params":{"x":' + n + b"}}", 41),
+                (b'{"jsonrpc":"2.0","id":"s","method":"ping","params":{"x":[' + n + b"]}}", "s"),
+                (b'{"jsonrpc":"2.0","id":' + n + b',"method":"ping"}', None),
+                (b'{"jsonrpc":"2.0","method":"notifications/x","params":{"n":' + n + b"}}", None),
+            ):
+                rid, code, message = error_of(await client.answers(frame))
+                assert (rid, code) == (want_id, INVALID_REQUEST), (digits, frame[:60])
+                assert message.startswith(
+                    "invalid request: this server cannot read the frame (Invalid JSON: "
+                ), message
+        under = b'{"jsonrpc":"2.0","id":42,"method":"ping","params":{"_meta":{"x":'
+        read = await client.answers(under + _long_mantissa(4299) + b"}}}")
+        assert read == [{"jsonrpc": "2.0", "id": 42, "result": {}}], read
+
+    run(body, max_frame=16384)
 
 
 def _ping_of(size: int, rid: int) -> bytes:

@@ -1,4 +1,5 @@
-"""Mutants of D14 (``theorems/gateway.md``): a gateway door that lets too much in.
+"""Mutants of D14 and D10.7 (``theorems/gateway.md``): a gateway door that lets too much
+in, and stdio frames that go unanswered.
 
 Each one edits the middleware's source (:func:`tests.mutants.sourcepatch.edited`) or
 patches the gateway's state for the duration of a witness re-run.
@@ -10,7 +11,7 @@ from typing import Any
 from unittest import mock
 
 from fak_core.gateway.app import McpHttpEndpoint
-from fak_core.gateway.mcp_server import _CheckedStdin
+from fak_core.gateway.mcp_server import _CheckedStdin, _frame_error
 from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware
 from fak_core.gateway.state import GatewayState
 from pytest_fak import mutant
@@ -73,6 +74,14 @@ def blank_oversized_frame_dropped() -> Any:
         _CheckedStdin._lines,
         ("elif not line.strip():", "if not line.strip():"),
     )
+
+
+@mutant("D10.7/reader-disagreement-dropped")
+def reader_disagreement_dropped() -> Any:
+    """A stdio frame orjson reads but the SDK's reader refuses (a number of over 4300
+    mantissa digits) is let through, as four waivers once claimed no frame could be: the
+    SDK drops it without a word and the client waits forever."""
+    return edited(_frame_error, ("return _rpc_error(rid, INVALID_REQUEST, why)", "return None"))
 
 
 @mutant("D10.7/mcp-http-error-without-id")
