@@ -25,10 +25,11 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from fak_core import Kernel, ToolCall, parse_policy
+from fak_core.admission import INJECTION_MARKERS, normalize_text
 from fak_core.gateway.mcp_downstream import DownstreamSpec
 from fak_core.gateway.mcp_proxy import McpProxy
 from fak_core.taint import Taint
@@ -63,7 +64,19 @@ CARRIERS = [
     "split_secret_structured",
     "split_injection_text",
 ]
-CLEAN = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.", min_size=1, max_size=24)
+
+
+def _innocent(text: str) -> bool:
+    """No injection marker in ``text`` as the screen reads it. Clean text must be checked:
+    Hypothesis also draws the string constants of the code under test, the screen's own
+    markers among them (it drew ``exfiltrate`` as a clean structured value)."""
+    norm = normalize_text(text)
+    return not any(normalize_text(m) in norm for m in INJECTION_MARKERS)
+
+
+CLEAN = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.", min_size=1, max_size=24).filter(
+    _innocent
+)
 KEYS = st.text(alphabet="abcdefghij ,.", min_size=1, max_size=6)
 
 
@@ -186,6 +199,9 @@ def answers(draw: st.DrawFn) -> Answer:
     blocks = draw(st.lists(st.tuples(st.sampled_from(BLOCK_KINDS), CLEAN), max_size=4))
     structured = draw(st.none() | st.dictionaries(KEYS, CLEAN, max_size=3))
     keys = draw(st.lists(KEYS, min_size=2, max_size=2, unique=True))
+    # nor across the clean texts, which the screen also reads joined
+    texts = [t for _, t in blocks] + [t for kv in (structured or {}).items() for t in kv]
+    assume(_innocent("".join(texts)) and _innocent(" ".join(texts)))
     return Answer(
         blocks=tuple(blocks),
         structured=structured,
