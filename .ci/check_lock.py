@@ -43,13 +43,14 @@ def requirements(extras: list[str]) -> list[Requirement]:
 
 
 def main(extras: list[str]) -> int:
-    problems = []
+    problems, checked = [], []
     for req in requirements(extras):
         try:
             found = version(req.name)
         except PackageNotFoundError:
             problems.append(f"{req}: not installed")
             continue
+        checked.append(f"{req.name} {found}")
         if not req.specifier.contains(found, prereleases=True):
             problems.append(f"{req}: the lock installed {req.name} {found}")
     for line in problems:
@@ -61,7 +62,7 @@ def main(extras: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    found = ", ".join(f"{r.name} {version(r.name)}" for r in requirements(extras))
+    found = ", ".join(checked)
     print(f"check_lock: every requirement of pytest-fak[{','.join(extras)}] is satisfied: {found}")
     return 0
 
