@@ -34,8 +34,11 @@ _QUIET = [
 ]
 
 
-def _probe_coverage(files: list[str], user: Any) -> Any:
-    """A private ``Coverage`` of ``files`` that also traces what ``user`` traces."""
+def _probe_coverage(
+    files: list[str], user: Any, include: list[str] | None = None, omit: list[str] | None = None
+) -> Any:
+    """A private ``Coverage`` of ``files`` (and of the ``include`` patterns less the
+    ``omit`` ones) that also traces what ``user`` traces."""
     import coverage
 
     class _Probe(coverage.Coverage):
@@ -53,7 +56,13 @@ def _probe_coverage(files: list[str], user: Any) -> Any:
             return ours
 
     branch = bool(user is not None and user.get_option("run:branch"))
-    cov = _Probe(data_file=None, include=files, config_file=False, branch=branch)
+    cov = _Probe(
+        data_file=None,
+        include=[*files, *(include or ())],
+        omit=omit or None,
+        config_file=False,
+        branch=branch,
+    )
     cov.user_files = set()
     cov.set_option("run:disable_warnings", _QUIET)
     return cov
@@ -114,12 +123,19 @@ class AnchorProbe:
     ``nested`` (inside the user's, which is paused and given its lines back) or ``None``
     (unused)."""
 
-    def __init__(self, files: Iterable[str]) -> None:
+    def __init__(
+        self, files: Iterable[str], include: Iterable[str] = (), omit: Iterable[str] = ()
+    ) -> None:
+        """``files``: the anchors' files; ``include``/``omit``: coverage patterns of the
+        other files whose lines :meth:`all_lines` reports (the project's own code)."""
         self.files = sorted({os.path.realpath(f) for f in files})
+        self.include = list(include)
+        self.omit = list(omit)
         self.mode: str | None = None
         self._cov: Any = None
         self._user: Any = None
         self._labels: dict[str, str] = {}
+        self._setup: set[str] = set()
         self._running = False
 
     def _ensure(self) -> None:
@@ -129,23 +145,27 @@ class AnchorProbe:
 
         self._user = coverage.Coverage.current()
         self.mode = "private" if self._user is None else "nested"
-        self._cov = _probe_coverage(self.files, self._user)
+        self._cov = _probe_coverage(self.files, self._user, self.include, self.omit)
 
     @property
     def measured_nodeids(self) -> set[str]:
         return set(self._labels)
 
-    def begin(self, nodeid: str) -> None:
-        """Start attributing executed lines to ``nodeid`` (call right before the test)."""
+    def begin(self, nodeid: str, setup: bool = False) -> None:
+        """Start attributing executed lines to ``nodeid`` (call right before the test);
+        ``setup``: to its fixtures' set-up instead (a fingerprint's, never an anchor's)."""
         self._ensure()
-        label = f"fak:{nodeid}"
+        label = f"fak-setup:{nodeid}" if setup else f"fak:{nodeid}"
         if not self._running:
             self._cov.start()
             self._running = True
         self._cov.switch_context(label)
-        self._labels[nodeid] = label
+        if setup:
+            self._setup.add(nodeid)
+        else:
+            self._labels[nodeid] = label
 
-    def end(self, nodeid: str) -> None:
+    def end(self, nodeid: str, setup: bool = False) -> None:
         """Stop attributing to ``nodeid``: what follows (its mutant re-runs) is no evidence.
 
         Inside a user's measurement the probe keeps running, under a context of its own, so
@@ -153,8 +173,9 @@ class AnchorProbe:
         if not self._running:
             return
         if self.mode == "nested":
+            label = f"fak-setup:{nodeid}" if setup else self._labels[nodeid]
             self._cov.switch_context(f"fak-mutants:{nodeid}")
-            _replay(self._cov, self._user, self._labels[nodeid], lambda f: True)
+            _replay(self._cov, self._user, label, lambda f: True)
         else:
             self.finish()
 
@@ -178,6 +199,25 @@ class AnchorProbe:
                 for f in data.measured_files()
                 if (real := os.path.realpath(f)) in anchors
             }
+        finally:
+            data.set_query_contexts(None)
+
+    def all_lines(self, nodeid: str) -> dict[str, set[int]]:
+        """Every measured line ``nodeid``'s set-up and call executed, by real path."""
+        labels = [self._labels[nodeid]] if nodeid in self._labels else []
+        if nodeid in self._setup:
+            labels.append(f"fak-setup:{nodeid}")
+        if self._cov is None or not labels:
+            return {}
+        data = self._cov.get_data()
+        data.set_query_contexts([q for label in labels for q in _query(label)])
+        try:
+            out: dict[str, set[int]] = {}
+            for f in data.measured_files():
+                got = data.lines(f)
+                if got:
+                    out[os.path.realpath(f)] = set(got)
+            return out
         finally:
             data.set_query_contexts(None)
 

@@ -2,10 +2,14 @@
 
 A verdict is bound by SHA-256 to the theorem's text, the source of each of its anchors,
 and its other inputs (:mod:`pytest_fak.inputs`): the source of each bound witness and of
-each declared mutant's factory, and each file it lists under **DEPENDS-ON.** The check
-re-reads the theorem documents, re-resolves the anchors and re-reads those sources; a
-theorem any of whose inputs changed, whose anchor no longer resolves, that vanished, or
-that is new since the report, is listed as STALE and the exit status is 1.
+each declared mutant's factory, and each file it lists under **DEPENDS-ON.** It is also
+bound to its witnesses' fingerprints (:mod:`pytest_fak.fingerprint`), read from the
+mutant cache the proof run wrote: every block of project code each witness executed and
+every project data file it read, so a changed callee, helper, fixture or data file makes
+the theorem STALE without any **DEPENDS-ON.** The check re-reads the theorem documents,
+re-resolves the anchors and re-reads those sources; a theorem any of whose inputs
+changed, whose anchor no longer resolves, that vanished, or that is new since the
+report, is listed as STALE and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fak import paths
+from pytest_fak.fingerprint import Blocks, project_blocks, stale_keys
+from pytest_fak.mutcache import CacheFile
 
-__all__ = ["check", "document_errors", "register"]
+__all__ = ["Fingerprints", "check", "document_errors", "merge_caches", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -38,16 +44,37 @@ def register(subparsers: Any) -> None:
         help="theorem directory (repeatable); default: the directories the report lists",
     )
     chk.add_argument("--root", default=".", help="project root the report's paths are under")
+    chk.add_argument(
+        "--cache",
+        default=".fak-cache/mutants.json",
+        help="the mutant cache holding the witnesses' fingerprints "
+        "(default: .fak-cache/mutants.json)",
+    )
     chk.set_defaults(func=_main)
+    cache = subparsers.add_parser("cache", help="work with the generated-mutant cache")
+    csub = cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    merge = csub.add_parser(
+        "merge",
+        help="fold the caches of sharded proof runs (--fak-shard) into one",
+        description="Fold mutant caches written by the same plugin build (e.g. one per "
+        "--fak-shard job) into OUT; OUT itself is folded in when it exists. Run the proof "
+        "once more on the merged cache to assemble the report from it.",
+    )
+    merge.add_argument("out", metavar="OUT", help="the merged cache to write")
+    merge.add_argument("caches", metavar="CACHE", nargs="+", help="a cache to fold in")
+    merge.set_defaults(func=_merge)
 
 
 def check(
-    report: dict[str, Any], dirs: list[Path], root: Path | None = None
+    report: dict[str, Any],
+    dirs: list[Path],
+    root: Path | None = None,
+    fingerprints: Fingerprints | None = None,
 ) -> tuple[list[tuple[str, str]], int]:
     """``([(theorem id, why stale)], theorems checked)`` for ``report`` against ``dirs``;
     ``root``: the project root the recorded witness, mutant and dependency files are under
-    (default: the working directory). Document errors are not theorems: see
-    :func:`document_errors`."""
+    (default: the working directory); ``fingerprints``: the witnesses' recorded runs.
+    Document errors are not theorems: see :func:`document_errors`."""
     from pytest_fak.inputs import changed
     from pytest_fak.symbols import SymbolError, resolve
     from pytest_fak.theorems import TheoremIndex, load_theorems
@@ -79,10 +106,97 @@ def check(
             why = changed(rec.get("inputs") or {}, root or Path.cwd())
             if why:
                 stale.append((tid, "; ".join(why)))
+        if len(stale) == before and fingerprints is not None:
+            moved = fingerprints.changed([w["nodeid"] for w in rec.get("witnesses", [])])
+            if moved:
+                stale.append((tid, moved))
     for t in current:
         if t.id not in reported:
             stale.append((t.id, "the theorem is not in the report (new since it was made)"))
     return stale, len(reported)
+
+
+def merge_caches(out: Path, caches: list[Path]) -> tuple[CacheFile, list[str]]:
+    """The fold of ``caches`` (and of ``out`` when it exists and was written by the same
+    build), and what could not be folded: an unreadable file, or one written by another
+    build than the first cache's (its results were made under other rules and cannot
+    stand beside them). An ``out`` of another build is replaced, not refused: no run of
+    this build could read it."""
+    merged: CacheFile | None = None
+    problems: list[str] = []
+    for path in caches:
+        got = CacheFile.read(path)
+        if got is None:
+            problems.append(f"{path}: not a readable pytest-fak mutant cache of this version")
+        elif merged is None:
+            merged = got
+        elif got.build != merged.build:
+            problems.append(
+                f"{path}: written by another build or budget ({got.build!r}, not "
+                f"{merged.build!r}): re-run that shard with the same pytest-fak and options"
+            )
+        else:
+            merged.merge(got)
+    before = CacheFile.read(out) if out.exists() else None
+    if merged is not None and before is not None and before.build == merged.build:
+        merged.merge(before)
+    return merged or CacheFile(), problems
+
+
+def _merge(ns: argparse.Namespace) -> int:
+    out = Path(ns.out)
+    merged, problems = merge_caches(out, [Path(c) for c in ns.caches])
+    for p in problems:
+        print(f"fak cache merge: {p}", file=sys.stderr)
+    if problems:
+        print("fak cache merge: nothing written", file=sys.stderr)
+        return 2
+    merged.write(out)
+    n = sum(len(rows) for rows in merged.mutants.values())
+    print(
+        f"fak cache merge: wrote {out}: {len(merged.mutants)} mutants, {n} results, "
+        f"{len(merged.witnesses)} witness fingerprints"
+    )
+    return 0
+
+
+class Fingerprints:
+    """The witnesses' recorded fingerprints, checked against the project as it is now."""
+
+    def __init__(self, recorded: CacheFile, blocks: Blocks) -> None:
+        self.recorded = recorded
+        self.blocks = blocks
+        self.checked: set[str] = set()
+        self.unknown: set[str] = set()
+
+    @classmethod
+    def load(cls, path: Path, root: Path, report_dir: Path) -> Fingerprints | None:
+        recorded = CacheFile.read(path)
+        if recorded is None:
+            return None
+        return cls(recorded, project_blocks(root, path.parent, report_dir))
+
+    def changed(self, nodeids: list[str]) -> str | None:
+        """Why the runs of ``nodeids`` no longer hold (``None``: they all hold, or were
+        never recorded)."""
+        for n in nodeids:
+            fp = self.recorded.witnesses.get(n)
+            deps = None if fp is None else self.recorded.deps.get(fp)
+            if deps is None:
+                self.unknown.add(n)
+                continue
+            self.checked.add(n)
+            keys = stale_keys(deps, self.blocks)
+            if keys:
+                what = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+                return f"witness {n} depends on {what}, which changed since its run"
+        return None
+
+    def summary(self) -> str:
+        s = f"{len(self.checked)} witness fingerprints checked"
+        if self.unknown:
+            s += f", {len(self.unknown)} witnesses without one (not run with mutants)"
+        return s
 
 
 def document_errors(dirs: list[Path]) -> list[str]:
@@ -116,7 +230,10 @@ def _main(ns: argparse.Namespace) -> int:
         return 2
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    stale, total = check(report, dirs, root)
+    cache = Path(ns.cache)
+    cache = cache if cache.is_absolute() else root / cache
+    fingerprints = Fingerprints.load(cache, root, path.parent)
+    stale, total = check(report, dirs, root, fingerprints)
     errors = document_errors(dirs)
     for err in errors:
         print(f"ERROR {err}")
@@ -124,4 +241,12 @@ def _main(ns: argparse.Namespace) -> int:
         print(f"STALE {tid}: {why}")
     bad = f", {len(errors)} document errors" if errors else ""
     print(f"fak proofs check: {len(stale)} stale of {total} reported theorems{bad} ({path.name})")
+    if fingerprints is None:
+        print(
+            f"fak proofs check: no witness fingerprints ({cache} is missing or unreadable): "
+            "a change to code the witnesses call, or to a data file they read, is only "
+            "seen through DEPENDS-ON"
+        )
+    else:
+        print(f"fak proofs check: {fingerprints.summary()}")
     return 1 if stale or errors else 0

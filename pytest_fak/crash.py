@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - not on Windows
     resource = None  # type: ignore[assignment]
 
 __all__ = [
+    "read_deps",
     "DEFAULT_MUTANT_MEMORY",
     "FlightRecorder",
     "is_memory_error",
@@ -135,6 +136,15 @@ class FlightRecorder:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
 
+    def record_deps(self, entry: dict[str, Any]) -> None:
+        """Keep the fingerprint of the witness whose mutants run next (its node id, digest
+        and dependency keys) beside the marker, so a crash under one of them can still
+        be cached against what the witness's run depended on."""
+        tmp = f"{self.path}.deps.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(entry, fh, separators=(",", ":"))
+        os.replace(tmp, f"{self.path}.deps")
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
@@ -151,6 +161,16 @@ def read_flight(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
         doc = json.loads(line)
     except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def read_deps(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The fingerprint :meth:`FlightRecorder.record_deps` left for the marker at ``path``."""
+    try:
+        with open(f"{os.fspath(path)}.deps", encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
 

@@ -4,10 +4,17 @@ For an anchor ``module:Qual.name`` naming a function or method, :func:`generate`
 its source with libcst (which round-trips the source exactly, so each mutant differs
 from the original in the mutated node alone), applies every operator of
 :mod:`pytest_fak.operators` at every site of the body, and returns the mutants in
-source order. A mutant's id is stable: ``<symbol>/<operator>/+<line>:<col>/<hash>``
-where ``+line:col`` is the mutated node's position relative to the ``def`` line and
-``hash`` the first 8 hex digits of SHA-256 over the mutated line(s) of text, so an edit
-elsewhere in the function keeps it (an edit above it that shifts lines does not).
+source order. A mutant's id is the mutated code, not its place:
+``<symbol>/<operator>/<hash>``, e.g. ``pkg.mod:f/compare-boundary/1a2b3c4d``, the first 8
+hex digits of SHA-256 over the mutated node's text before and after, read as Python
+tokens (:func:`_normal`), with ``#2``, ``#3``… on later occurrences (in source order) of
+the same change in the function. Adding, removing or moving lines elsewhere in the
+function, comments, re-indenting and re-wrapping keep every id.
+
+``# pragma: fak-equivalent: <reason>`` on the first line of a mutated node (every
+operator's mutants of nodes starting there), or ``# pragma:
+fak-equivalent[<operator>,...]: <reason>``, waives them in the code
+(:attr:`GeneratedMutant.pragma`); a malformed pragma is one of :attr:`Generation.problems`.
 
 :meth:`GeneratedMutant.applied` compiles the mutated function in its module's globals
 (inside a class of the same name for a method, so private names mangle and ``super()``
@@ -23,7 +30,10 @@ import contextlib
 import difflib
 import hashlib
 import inspect
+import io
+import re
 import textwrap
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType
@@ -53,6 +63,8 @@ class GeneratedMutant:
     line: int  #: first mutated line in the file
     lines: frozenset[int]  #: the file lines of its statement, up to the mutated node's last
     diff: str
+    #: the reason of the ``# pragma: fak-equivalent`` waiving it in the code, if one does
+    pragma: str | None = None
     _source: str = field(repr=False, default="")  #: the whole mutated function, dedented
     _def_line: int = field(repr=False, default=1)  #: the file line of ``def``
 
@@ -98,6 +110,8 @@ class Generation:
     source_sha256: str
     mutants: tuple[GeneratedMutant, ...]
     unmutable: str | None = None
+    #: what is wrong with its ``# pragma: fak-equivalent`` comments, each with the fix
+    problems: tuple[str, ...] = ()
 
 
 def _target(symbol: str) -> FunctionType:
@@ -195,27 +209,38 @@ def generate(symbol: str) -> Generation:
     def_rel = positions[fdef.name].start.line  # 1-based line of `def` in `source`
     def_line = first + def_rel - 1
     original = source.splitlines(keepends=True)
+    pragmas, problems = _pragmas(symbol, source, first)
     found, elifs = sites(fdef)
     out: list[GeneratedMutant] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, int, int, str]] = set()
+    occurrences: dict[tuple[str, str, str], int] = {}
+    waiving: set[int] = set()  # lines whose pragma waived a mutant
     for op, node, new, stmt in found:
         rng: CodeRange = positions[node]
         # coverage records statement lines: the mutant is reached when its statement is
         stmt_line = min(positions[stmt].start.line, rng.start.line)
-        text = _node_text(node, new, original[rng.start.line - 1], id(node) in elifs)
+        elif_ = id(node) in elifs
+        text = _node_text(node, new, original[rng.start.line - 1], elif_)
         head = original[rng.start.line - 1][: rng.start.column]
         tail = original[rng.end.line - 1][rng.end.column :]
         span = (head + text + tail).splitlines(keepends=True)
         before = original[rng.start.line - 1 : rng.end.line]
         if span == before:
             continue
-        mutated = original[: rng.start.line - 1] + span + original[rng.end.line :]
-        rel = f"+{rng.start.line - def_rel}:{rng.start.column}"
-        mid = f"{symbol}/{op}/{rel}/{_digest(''.join(before) + '→' + ''.join(span))}"
-        if mid in seen:
+        key = (op, rng.start.line, rng.start.column, "".join(span))
+        if key in seen:  # the same mutant twice (one node, one replacement)
             continue
-        seen.add(mid)
+        seen.add(key)
+        change = (op, _normal(node, elif_), _normal(new, elif_))
+        n = occurrences[change] = occurrences.get(change, 0) + 1
+        mid = f"{symbol}/{op}/{_digest(change[1] + '→' + change[2])}" + (f"#{n}" if n > 1 else "")
+        mutated = original[: rng.start.line - 1] + span + original[rng.end.line :]
         diff = "".join(difflib.unified_diff(original, mutated, fromfile=symbol, tofile=mid, n=1))
+        pragma = pragmas.get(rng.start.line)
+        reason = None
+        if pragma is not None and (pragma[0] is None or op in pragma[0]):
+            reason = pragma[1]
+            waiving.add(rng.start.line)
         out.append(
             GeneratedMutant(
                 mid,
@@ -225,11 +250,20 @@ def generate(symbol: str) -> Generation:
                 first + rng.start.line - 1,
                 frozenset(range(first + stmt_line - 1, first + rng.end.line)),
                 diff,
+                reason,
                 _source="".join(mutated[def_rel - 1 :]),
                 _def_line=def_line,
             )
         )
-    return Generation(symbol, sha, tuple(out))
+    for rel in sorted(set(pragmas) - waiving):
+        ops = pragmas[rel][0]
+        which = f" by {', '.join(sorted(ops))}" if ops else ""
+        problems.append(
+            f"{symbol}, line {first + rel - 1}: its `# pragma: fak-equivalent` waives no "
+            f"generated mutant (no mutated node{which} starts on that line): put it on the "
+            "first line of the mutated expression or statement, or remove it"
+        )
+    return Generation(symbol, sha, tuple(out), problems=tuple(problems))
 
 
 def _node_text(node: cst.CSTNode, new: cst.CSTNode, first_line: str, elif_: bool) -> str:
@@ -248,3 +282,111 @@ def _node_text(node: cst.CSTNode, new: cst.CSTNode, first_line: str, elif_: bool
 
 
 _EMPTY = cst.Module(body=[])
+
+#: token types that do not count in a mutant's identity
+_LAYOUT = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+_MARKS = {tokenize.NEWLINE: "<NEWLINE>", tokenize.INDENT: "<INDENT>", tokenize.DEDENT: "<DEDENT>"}
+
+
+def _normal(node: cst.CSTNode, elif_: bool = False) -> str:
+    """The source of ``node`` as Python tokens joined by one space: comments, blank lines,
+    line breaks inside brackets and indentation widths drop out, and so do parentheses
+    around the node itself, an ``if``/``while`` test or a returned value (a formatter adds
+    them to wrap a line); a statement keeps its block structure (a line break ends it, a
+    block is marked), strings stay as written."""
+    if hasattr(node, "leading_lines"):
+        node = node.with_changes(leading_lines=[])
+    if isinstance(node, (cst.If, cst.While)):
+        # the test on its own: a line break inside its parentheses would end the statement
+        space = "whitespace_before_test" if isinstance(node, cst.If) else "whitespace_after_while"
+        shell = node.with_changes(test=_HOLE, **{space: _ONE})
+        return _tokens(shell, elif_).replace(_HOLE.value, _normal(node.test), 1)
+    if isinstance(node, cst.Return) and node.value is not None:
+        node = node.with_changes(value=_unwrapped(node.value), whitespace_after_return=_ONE)
+    return _tokens(_unwrapped(node), elif_)
+
+
+def _tokens(node: cst.CSTNode, elif_: bool) -> str:
+    text = ("el" if elif_ else "") + _EMPTY.code_for_node(node)
+    block = isinstance(
+        node, (cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler)
+    )
+    # an expression may be broken over lines by brackets around it: read it inside some
+    src = text if block else f"(\n{text}\n)"
+    try:
+        toks = [
+            _MARKS.get(t.type, t.string)
+            for t in tokenize.generate_tokens(io.StringIO(src).readline)
+            if t.type not in _LAYOUT and (block or t.type != tokenize.NEWLINE)
+        ]
+    except (tokenize.TokenError, SyntaxError):  # not expected of what libcst printed
+        return " ".join(text.split())
+    return " ".join(toks if block else toks[1:-1])  # without the brackets added
+
+
+_HOLE = cst.Name("__fak_test__")
+_ONE = cst.SimpleWhitespace(" ")
+
+
+def _unwrapped(node: cst.CSTNode) -> cst.CSTNode:
+    """``node`` without its own parentheses, where it can do without them."""
+    if isinstance(node, cst.BaseExpression) and node.lpar:
+        try:
+            return node.with_changes(lpar=[], rpar=[])
+        except cst.CSTValidationError:  # parentheses it needs: `()`, a bare generator
+            pass
+    return node
+
+
+_PRAGMA = re.compile(r"#\s*pragma:\s*fak-")
+_PRAGMA_FORM = re.compile(r"fak-equivalent(?:\[(?P<ops>[^\]]*)\])?\s*(?::\s*(?P<reason>.*?))?\s*$")
+_PRAGMA_HOWTO = (
+    "write `# pragma: fak-equivalent: <why no input tells the mutant from the code>` "
+    "(every operator on the line) or `# pragma: fak-equivalent[<operator>,...]: <why>`"
+)
+
+
+def _pragmas(
+    symbol: str, source: str, first: int
+) -> tuple[dict[int, tuple[frozenset[str] | None, str]], list[str]]:
+    """The ``# pragma: fak-equivalent`` comments of ``source`` by its line (1-based):
+    ``(operators or None for all, reason)``, and the problems of those that are not
+    well-formed (``first`` is the file line of ``source``'s first line)."""
+    out: dict[int, tuple[frozenset[str] | None, str]] = {}
+    problems: list[str] = []
+    try:
+        comments = [
+            (t.start[0], t.string)
+            for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - libcst parsed it
+        return out, problems
+    for line, comment in comments:
+        found = _PRAGMA.search(comment)
+        if found is None:
+            continue
+        where = f"{symbol}, line {first + line - 1}"
+        m = _PRAGMA_FORM.match(comment, found.end() - len("fak-"))
+        if m is None:
+            problems.append(f"{where}: `{comment.strip()}` is not a waiver: {_PRAGMA_HOWTO}")
+            continue
+        reason = (m.group("reason") or "").strip()
+        if not reason:
+            problems.append(
+                f"{where}: its `# pragma: fak-equivalent` gives no reason: {_PRAGMA_HOWTO}"
+            )
+            continue
+        ops: frozenset[str] | None = None
+        if m.group("ops") is not None:
+            ops = frozenset(o.strip() for o in m.group("ops").split(",") if o.strip())
+            unknown = sorted(ops - set(OPERATORS))
+            if unknown or not ops:
+                problems.append(
+                    f"{where}: its `# pragma: fak-equivalent[...]` names "
+                    + (f"unknown operator(s) {', '.join(unknown)}" if unknown else "no operator")
+                    + f"; the operators are {', '.join(OPERATORS)}"
+                )
+                continue
+        out[line] = (ops, reason)
+    return out, problems

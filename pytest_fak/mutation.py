@@ -38,11 +38,12 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
+from pytest_fak.fingerprint import Blocks
 from pytest_fak.generated import GeneratedMutant, Generation, generate
-from pytest_fak.mutcache import MutantCache, witness_fingerprint
+from pytest_fak.mutcache import MutantCache, mutant_key
 from pytest_fak.symbols import SymbolError
 from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex
-from pytest_fak.verdicts import GEN_KILLED
+from pytest_fak.waivers import stale_reason
 
 __all__ = [
     "MODES",
@@ -54,6 +55,7 @@ __all__ = [
     "deadline",
     "interrupt_mutant",
     "stop_mutant_threads",
+    "withdraw",
 ]
 
 MODES = ("off", "incremental", "full")
@@ -98,17 +100,54 @@ def _frames() -> dict[int, FrameType]:
             gc.enable()
 
 
-def _interrupt_threads(codes: set[CodeType]) -> int:
-    """Raise :class:`MutantTimeout` in every other thread running one of ``codes``."""
+def _interrupt_threads(codes: set[CodeType], grace: float = 0.02) -> list[int]:
+    """Raise :class:`MutantTimeout` in every other thread running one of ``codes``, give
+    them ``grace`` seconds to take it, then withdraw it from those that did not
+    (:func:`withdraw`); the ids of the threads raised into.
+
+    CPython 3.11 keeps one interpreter-wide "asynchronous exception pending" flag, set by
+    the raise and cleared by the thread that takes the exception. While it is set, a
+    thread with a tracer (coverage's) loops for ever at its next call or loop, and a
+    thread blocked in C (a queue's ``get`` that nothing will feed) never takes its
+    exception: the proof run stalled at 100% in ``threading.settrace``. So the raising
+    thread runs untraced until the flag is clear, and no exception outlives the grace: a
+    thread running Python takes it at once, a blocked one never would."""
     me = threading.get_ident()
-    hit = 0
-    for tid, frame in _frames().items():
-        if tid != me and _holds(frame, codes):
+    targets = [t for t, frame in _frames().items() if t != me and _holds(frame, codes)]
+    if not targets:
+        return targets
+    tracer = sys.gettrace()
+    sys.settrace(None)
+    try:
+        for tid in targets:
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
                 ctypes.c_ulong(tid), ctypes.py_object(MutantTimeout)
             )
-            hit += 1
-    return hit
+        time.sleep(grace)
+        withdraw(targets)
+    finally:
+        sys.settrace(tracer)
+    return targets
+
+
+class _Settled(BaseException):
+    """Raised into the calling thread once, by :func:`withdraw`, to clear the flag."""
+
+
+def withdraw(tids: list[int]) -> None:
+    """Take back the :class:`MutantTimeout` still pending on each of ``tids`` (none, for a
+    thread that took it), then clear the interpreter's flag: one exception is raised into
+    this thread and taken here (see :func:`_interrupt_threads`). Call it untraced."""
+    for tid in tids:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), None)
+    me = ctypes.c_ulong(threading.get_ident())
+    try:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(me, ctypes.py_object(_Settled))
+        for _ in range(1_000_000):  # a loop's jump back takes the pending exception
+            pass
+    except _Settled:
+        return
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(me, None)  # pragma: no cover - never seen
 
 
 class _Clock:
@@ -264,7 +303,7 @@ class GeneratedPhase:
     """One process's view of the generated mutants, their waivers and the cache."""
 
     def __init__(
-        self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str, build: str | None = None
+        self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str, blocks: Blocks
     ) -> None:
         self.mode = mode
         self.budget = budget
@@ -272,6 +311,14 @@ class GeneratedPhase:
         self.errors: list[TheoremError] = []
         self.by_id: dict[str, GeneratedMutant] = {}
         self.of_theorem: dict[str, list[GeneratedMutant]] = {}
+        #: theorem id → {mutant id: reason}: the waivers of its current mutants, from its
+        #: document and from its anchors' ``# pragma: fak-equivalent`` comments (the plan
+        #: and the verdict both read this)
+        self.waived: dict[str, dict[str, str]] = {}
+        #: theorem id → {mutant id: "document" | "code"}: where each waiver is written
+        self.waiver_source: dict[str, dict[str, str]] = {}
+        #: theorem id → what makes it ERROR: a stale waiver, a malformed pragma
+        self.problems: dict[str, list[str]] = {}
         for t in index:
             if t.scoped_out is not None:
                 continue
@@ -281,13 +328,14 @@ class GeneratedPhase:
                 if g is not None:
                     ms += [m for m in g.mutants if m.id not in {x.id for x in ms}]
             self.of_theorem[t.id] = ms
-            self._check_waivers(t, {m.id for m in ms})
+            self._check_waivers(t, ms)
         for ms in self.of_theorem.values():
             for m in ms:
                 self.by_id[m.id] = m
-        self.cache = MutantCache(cache_dir, read=mode == "incremental", plugin=build)
+        self.cache = MutantCache(cache_dir, budget, blocks, read=mode == "incremental")
         self.local_kills: dict[str, set[str]] = {}
         self.witnesses_of: dict[str, list[str]] = {}
+        #: node id → the fingerprint of its run on the real code in this process
         self.fingerprints: dict[str, str] = {}
         self.hits = 0
         self.runs = 0
@@ -301,66 +349,67 @@ class GeneratedPhase:
                 return None  # the theorem loader already reported it
         return self.generations[symbol]
 
-    def _check_waivers(self, t: Theorem, ids: set[str]) -> None:
+    def _check_waivers(self, t: Theorem, ms: list[GeneratedMutant]) -> None:
+        """``t``'s waivers: its anchors' pragmas, then its document's (which win). A waiver
+        naming no current mutant, or a malformed pragma, is a problem of ``t`` alone (its
+        verdict is ERROR); the other theorems' verdicts go on."""
+        ids = {m.id for m in ms}
+        waived = self.waived[t.id] = {}
+        source = self.waiver_source[t.id] = {}
+        problems = self.problems[t.id] = []
+        for a in t.anchors:
+            g = self.generations.get(a.symbol)
+            problems += g.problems if g is not None else ()
+        for m in ms:
+            if m.pragma is not None:
+                waived[m.id], source[m.id] = m.pragma, "code"
         for w in t.equivalent:
-            if w.mutant_id not in ids:
-                self.errors.append(
-                    TheoremError(
-                        t.path,
-                        w.line,
-                        f"the waiver of {w.mutant_id} in {t.id} names no generated mutant of "
-                        "its anchors (the code changed or the id is mistyped): remove the "
-                        "waiver, or re-check the mutant and copy its current id from the report",
-                    )
-                )
+            if w.mutant_id in ids:
+                waived[w.mutant_id], source[w.mutant_id] = w.reason, "document"
+        problems += [stale_reason(t, w, ms, waived) for w in t.equivalent if w.mutant_id not in ids]
 
     def anchor_shas(self) -> dict[str, str]:
         return {s: g.source_sha256 for s, g in self.generations.items()}
 
     # ------------------------------------------------------------------ witnesses
     def bind_items(self, items: Sequence[Any], theorems_of: Any) -> None:
-        """Record every collected witness's fingerprint and theorems (for cached kills)."""
+        """Record every collected witness's theorems (for the kills of the others)."""
         for item in items:
-            ts = theorems_of(item)
-            if not ts:
-                continue
-            self.fingerprints[item.nodeid] = witness_fingerprint(str(item.path), self.budget)
-            for t in ts:
+            for t in theorems_of(item) or ():
                 self.witnesses_of.setdefault(t.id, []).append(item.nodeid)
 
-    def fingerprint(self, item: Any) -> str:
-        fp = self.fingerprints.get(item.nodeid)
-        if fp is None:
-            fp = self.fingerprints[item.nodeid] = witness_fingerprint(str(item.path), self.budget)
-        return fp
+    def key(self, m: GeneratedMutant) -> str:
+        """The cache key of ``m``: its id and its anchor's source hash."""
+        return mutant_key(m.id, self.generations[m.symbol].source_sha256)
 
     def cached(self, m: GeneratedMutant, nodeid: str) -> str | None:
-        fp = self.fingerprints.get(nodeid)
-        if fp is None:
-            return None
-        sha = self.generations[m.symbol].source_sha256
-        return self.cache.get(sha, m.id, nodeid, fp)
+        """``nodeid``'s cached outcome under ``m``, while its fingerprint holds: the one
+        of its run in this process when there was one, else the recorded one re-checked."""
+        return self.cache.get(self.key(m), nodeid, self.fingerprints.get(nodeid))
 
     def killed_for(self, t: Theorem, m: GeneratedMutant, nodeid: str) -> bool:
         """Whether another witness of ``t`` already killed ``m`` (here or in the cache)."""
         if m.id in self.local_kills.get(t.id, ()):
             return True
-        return any(
-            self.cached(m, other) in GEN_KILLED
-            for other in self.witnesses_of.get(t.id, ())
-            if other != nodeid
-        )
+        others = [o for o in self.witnesses_of.get(t.id, ()) if o != nodeid]
+        return self.cache.killed_by(self.key(m), others) is not None
 
     def plan(
-        self, item: Any, theorems: Sequence[Theorem], lines: dict[str, set[int]] | None
+        self,
+        item: Any,
+        theorems: Sequence[Theorem],
+        lines: dict[str, set[int]] | None,
+        fingerprint: str | None = None,
     ) -> tuple[dict[str, str], list[GeneratedMutant], int]:
-        """``(outcomes known without running, mutants to run, cache hits)`` for a witness."""
+        """``(outcomes known without running, mutants to run, cache hits)`` for a witness
+        whose run on the real code had ``fingerprint``."""
         known: dict[str, str] = {}
         todo: list[GeneratedMutant] = []
         hits = 0
-        self.fingerprint(item)
+        if fingerprint is not None:
+            self.fingerprints[item.nodeid] = fingerprint
         for t in theorems:
-            waived = {w.mutant_id for w in t.equivalent}
+            waived = self.waived.get(t.id, {})
             for m in self.of_theorem.get(t.id, ()):
                 if m.id in known or m in todo or m.id in waived:
                     continue
@@ -409,23 +458,25 @@ def interrupt_mutant(m: GeneratedMutant) -> int:
     """At a deadline: raise :class:`MutantTimeout` once in every other thread running the
     mutant's code (called from a signal handler or the watchdog, so it never waits)."""
     code = m.current_code()
-    return _interrupt_threads(_codes(code)) if code is not None else 0
+    return len(_interrupt_threads(_codes(code))) if code is not None else 0
 
 
 def stop_mutant_threads(m: GeneratedMutant, rounds: int = 50, pause: float = 0.02) -> int:
     """After a re-run, whatever its outcome: stop every other thread still running the
     mutant's code, raising :class:`MutantTimeout` into it again (a mutated ``except`` may
     swallow one) until none is left or ``rounds`` pauses pass. Returns how many threads
-    it raised into (0 when the re-run left none, the usual case)."""
+    it raised into (0 when the re-run left none, the usual case). A thread still holding
+    the code after the last round is blocked where no exception reaches it: it stays
+    blocked, with nothing pending (:func:`_interrupt_threads`)."""
     code = m.current_code()
     if code is None:
         return 0
     codes = _codes(code)
     hit = 0
     for _ in range(rounds):
-        n = _interrupt_threads(codes)
-        if not n:
+        left = _interrupt_threads(codes)
+        if not left:
             break
-        hit += n
+        hit += len(left)
         time.sleep(pause)
     return hit

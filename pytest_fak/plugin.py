@@ -89,9 +89,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fak-mutate",
         choices=("off", "incremental", "full"),
         default=None,
-        help="generated mutants of every anchor: 'incremental' re-mutates only what changed "
-        "since the cache, 'full' ignores the cache, 'off' skips them (default: ini "
-        "fak_mutate, else off)",
+        help="generated mutants of every anchor: 'incremental' re-runs only the results whose "
+        "fingerprint (the code and files the witness depended on) changed since the cache, "
+        "'full' ignores the cache, 'off' skips them (default: ini fak_mutate, else off)",
+    )
+    group.addoption(
+        "--fak-shard",
+        default=None,
+        metavar="K/N",
+        help="run only shard K of N (1-based) of the theorems, split by their generated "
+        "mutants so each shard gets a like share; merge the shards' caches with "
+        "'fak cache merge' and run once more to assemble the report",
     )
     group.addoption(
         "--fak-mutant-timeout",

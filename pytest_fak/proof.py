@@ -17,11 +17,12 @@ import contextlib
 import contextvars
 import hashlib
 import importlib
+import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ import pytest
 
 from pytest_fak import ci, crash, hyp, inputs, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
-from pytest_fak.generated import GeneratedMutant
+from pytest_fak.fingerprint import ReadLog, digest, installed_dirs, project_blocks
+from pytest_fak.generated import GeneratedMutant, generate
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
     MODES,
@@ -44,6 +46,7 @@ from pytest_fak.mutation import (
 from pytest_fak.paths import PACK_DIR
 from pytest_fak.provenance import git_info
 from pytest_fak.selection import Selection, marker_ids
+from pytest_fak.symbols import SymbolError
 from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex, load_theorems
 
 __all__ = ["ProofSession"]
@@ -117,7 +120,7 @@ class ProofSession:
         self.rootpath = config.rootpath
         self.dirs = self._theorem_dirs()
         self.index, self.errors = load_theorems(self.dirs)
-        self.selection = Selection(config, self.index)
+        self.selection = Selection(config, self.index, _mutant_weight())
         # without proof mode the mutant modules are not imported: the user's coverage
         # gets what importing them ran elsewhere, nothing of their own lines
         with unmeasured(self._mutant_module_files):
@@ -135,21 +138,28 @@ class ProofSession:
         self.unknown: list[str] = []
         self.result: dict[str, Any] | None = None
         self.written: list[Path] = []
+        self.mutate = self._mutate_mode()
         files = {a.filename for t in self.index for a in t.anchors}
-        self.probe = AnchorProbe(files)
+        #: the project's code and data a witness's run depends on (its fingerprint)
+        self.blocks = project_blocks(self.rootpath, self._cache_dir(), self._report_dir())
+        if self.mutate == "off":
+            self.probe = AnchorProbe(files)
+        else:
+            self.probe = AnchorProbe(files, [f"{self.rootpath}{os.sep}*"], _installed_code())
+        self.reads: dict[str, ReadLog] = {}
+        self.deps: dict[str, dict[str, str]] = {}
         self.modes: set[str] = set()
         self.session_items: list[pytest.Item] = []
         self._hyp_saved: Any = None
         self._obs_cov_saved: Any = None
         self._setup_hypothesis()
         self.quarantine = MutantQuarantine()
-        self.mutate = self._mutate_mode()
         self.generated: GeneratedPhase | None = None
         self.cache_written: Path | None = None
         if self.mutate != "off" and not self.errors:
             chosen = TheoremIndex(t for t in self.index if self.selection.wants(t.id))
             self.generated = GeneratedPhase(
-                chosen, self.mutate, self._cache_dir(), self._budget(), self._build()
+                chosen, self.mutate, self._cache_dir(), self._budget(), self.blocks
             )
             self.errors += self.generated.errors
         self.collect_only = bool(config.getoption("collectonly"))
@@ -365,6 +375,39 @@ class ProofSession:
     def _theorems_of(self, item: pytest.Item) -> list[Theorem]:
         return [t for tid in item.stash.get(_THEOREMS, ()) if (t := self.index.get(tid))]
 
+    def _fingerprinted(self, theorems: list[Theorem]) -> bool:
+        return self.generated is not None and any(t.anchors for t in theorems)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        """A witness's fixtures are part of what its run depends on: measure their set-up."""
+        if not self._fingerprinted(self._theorems_of(item)):
+            return (yield)
+        reads = self.reads[item.nodeid] = ReadLog()
+        self.probe.begin(item.nodeid, setup=True)
+        try:
+            with reads:
+                return (yield)
+        finally:
+            self.probe.end(item.nodeid, setup=True)
+
+    def _fingerprint(self, item: pytest.Item) -> tuple[str, dict[str, str]]:
+        """The fingerprint of the witness's run on the real code (set-up included), and
+        its dependencies: the lines it executed, the files it read, its fixtures' code."""
+        defs: list[tuple[str, str]] = []
+        info = getattr(item, "_fixtureinfo", None)
+        for fdefs in getattr(info, "name2fixturedefs", {}).values():
+            for fd in fdefs:
+                fn = getattr(fd, "func", None)
+                code = getattr(fn, "__code__", None)
+                if code is not None:
+                    defs.append((code.co_filename, code.co_qualname.replace(".<locals>", "")))
+        reads = self.reads.pop(item.nodeid, None)
+        deps = self.blocks.deps(
+            self.probe.all_lines(item.nodeid), reads.paths if reads else (), defs
+        )
+        return digest(deps), deps
+
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         theorems = self._theorems_of(item)
@@ -381,8 +424,10 @@ class ProofSession:
             else contextlib.nullcontext()
         )
         started = time.perf_counter()
+        fingerprinted = self._fingerprinted(theorems)
+        reads = self.reads.setdefault(item.nodeid, ReadLog()) if fingerprinted else None
         try:
-            with counter, budget:
+            with counter, budget, reads if reads is not None else _nothing():
                 if anchored:
                     self.probe.begin(item.nodeid)
                 try:
@@ -392,6 +437,7 @@ class ProofSession:
                         self.probe.end(item.nodeid)
         except BaseException:
             self.probe.finish()
+            self.reads.pop(item.nodeid, None)
             ev["examples"] = counter.examples
             ev["anchors"] = self._anchors_of(item, theorems)
             if counter.failure:
@@ -400,8 +446,16 @@ class ProofSession:
         ev["examples"] = counter.examples
         ev["anchors"] = self._anchors_of(item, theorems)
         baseline = time.perf_counter() - started
+        fp: str | None = None
+        if fingerprinted:
+            fp, deps = self._fingerprint(item)
+            ev["witness_deps"] = sorted(deps)
+            if self.recorder is not None:
+                self.recorder.record_deps(
+                    {"nodeid": item.nodeid, "witness_fp": fp, "witness_deps": ev["witness_deps"]}
+                )
         try:
-            ev["mutants"], generated = self._run_mutants(item, theorems, baseline)
+            ev["mutants"], generated = self._run_mutants(item, theorems, baseline, fp)
         finally:
             self.probe.finish()  # the user's coverage (if any) resumes for the teardown
         if generated is not None:
@@ -436,12 +490,14 @@ class ProofSession:
                 "examples": ev.get("examples"),
                 "anchors": ev.get("anchors") or {},
                 "anchor_mode": self.probe.mode,
-                "witness_fp": None if self.generated is None else self.generated.fingerprint(item),
+                "witness_fp": None
+                if self.generated is None
+                else self.generated.fingerprints.get(item.nodeid),
             }
         )
 
     def _run_mutants(
-        self, item: pytest.Item, theorems: list[Theorem], baseline: float
+        self, item: pytest.Item, theorems: list[Theorem], baseline: float, fp: str | None
     ) -> tuple[dict[str, str], dict[str, Any] | None]:
         out: dict[str, str] = {}
         decls = {m.id: m for t in theorems for m in t.mutants}
@@ -449,13 +505,13 @@ class ProofSession:
         gen: dict[str, Any] | None = None
         todo: list[Any] = []
         if phase is not None and any(t.anchors for t in theorems):
-            known, todo, hits = phase.plan(item, theorems, self.probe.lines(item.nodeid))
+            known, todo, hits = phase.plan(item, theorems, self.probe.lines(item.nodeid), fp)
             gen = {
                 "generated": known,
                 "generated_hits": hits,
                 "generated_runs": 0,
                 "generated_seconds": 0.0,
-                "witness_fp": phase.fingerprint(item),
+                "witness_fp": fp,
             }
         if not decls and not todo:
             return out, gen
@@ -684,6 +740,8 @@ class ProofSession:
             ev.mutants = dict(data.get("mutants") or {})
             ev.generated = dict(data.get("generated") or {})
             ev.witness_fp = data.get("witness_fp")
+            if ev.witness_fp:
+                self._keep_deps(nodeid, ev.witness_fp, data.get("witness_deps"))
             ev.generated_hits = int(data.get("generated_hits") or 0)
             ev.generated_runs = int(data.get("generated_runs") or 0)
             ev.generated_seconds = float(data.get("generated_seconds") or 0.0)
@@ -698,6 +756,15 @@ class ProofSession:
             ev.outcome = "error"
             ev.error_kind = "teardown"
             ev.failure = {"message": _tail(report.longreprtext)}
+
+    def _keep_deps(self, nodeid: str, fp: str, keys: object) -> None:
+        """Keep the dependencies a worker measured for ``nodeid``'s run, re-hashed here: a
+        file changed during the run gives another digest, and its results are not kept."""
+        if not isinstance(keys, list):
+            return
+        deps = {str(k): h for k in keys if (h := self.blocks.current(str(k))) is not None}
+        if len(deps) == len(keys) and digest(deps) == fp:
+            self.deps[nodeid] = deps
 
     # ------------------------------------------------------------------ xdist
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -734,6 +801,9 @@ class ProofSession:
             ev = self.evidence[crashitem] = verdicts.WitnessEvidence(crashitem)
         self.bound.setdefault(crashitem, ids)
         crash.record_crash(ev, worker, flight)
+        saved = crash.read_deps(path) if path and flight is not None else None
+        if saved is not None and saved.get("nodeid") == crashitem and ev.witness_fp:
+            self._keep_deps(crashitem, ev.witness_fp, saved.get("witness_deps"))
         if flight is not None and flight.get("anchor_mode"):
             self.modes.add(str(flight["anchor_mode"]))
         self.crashes.append({"nodeid": crashitem, **(ev.crash or {})})
@@ -749,6 +819,15 @@ class ProofSession:
             return
         if self.collect_only:
             self.last_line = "fak: collect only: no verdicts, nothing written"
+            problems = {} if self.generated is None else self.generated.problems
+            bad = sorted(t for t, ps in problems.items() if ps)
+            if bad:
+                # what would make these theorems ERROR in a run: stale or malformed waivers
+                self.last_line = (
+                    f"fak: FAILED: collect only: waivers of {', '.join(bad)} name no current "
+                    "mutant or are malformed (a run reports them ERROR with the ids to copy)"
+                )
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
         if self.errors:
             self.last_line = "fak: FAILED: no verdicts: the theorem documents have errors"
@@ -844,15 +923,8 @@ class ProofSession:
             for tid in ids:
                 if tid in by_theorem:
                     by_theorem[tid].append(self.evidence[nodeid])
-        phase = self.generated
-        tvs = [
-            verdicts.decide(
-                t,
-                by_theorem[t.id],
-                None if phase is None else phase.of_theorem.get(t.id, []),
-            )
-            for t in self.index
-        ]
+        # with the generated phase, each theorem's waivers are settled across the run
+        tvs = verdicts.decide_all(self.index, by_theorem, self.generated)
         failed = self.selection.collect_errors
         for tv in tvs:
             if failed and not tv.witnesses and tv.verdict == verdicts.OPEN:
@@ -869,23 +941,34 @@ class ProofSession:
         phase = self.generated
         if phase is None:
             return
-        fps: dict[str, str] = {}
+        ran: dict[str, tuple[str, dict[str, str]]] = {}
+        results: dict[str, dict[str, str]] = {}
         for nodeid, ev in self.evidence.items():
-            if ev.outcome != "passed" or not ev.witness_fp:
+            deps = self.deps.get(nodeid)
+            if ev.outcome != "passed" or not ev.witness_fp or deps is None:
                 continue
-            fps[nodeid] = ev.witness_fp
-            for mid, outcome in ev.generated.items():
-                m = phase.by_id.get(mid)
-                if m is not None:
-                    sha = phase.generations[m.symbol].source_sha256
-                    phase.cache.put(m.symbol, sha, mid, nodeid, ev.witness_fp, outcome)
-        self.cache_written = phase.cache.write(phase.anchor_shas(), fps)
+            ran[nodeid] = (ev.witness_fp, deps)
+            results[nodeid] = {
+                phase.key(m): outcome
+                for mid, outcome in ev.generated.items()
+                if (m := phase.by_id.get(mid)) is not None
+            }
+        keys: dict[str, tuple[str, set[str]]] = {}
+        for tid, ms in phase.of_theorem.items():
+            for m in ms:
+                keys.setdefault(phase.key(m), (m.id, set()))[1].add(tid)
+        bound = self.bound
+        self.cache_written = phase.cache.write(
+            ran, results, lambda n: set(bound[n]) if n in bound else None, keys
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
             return
         tr = terminalreporter
         tr.write_sep("-", "fak proofs")
+        if self.generated is not None and self.generated.cache.not_read:
+            tr.write_line(f"fak: mutant cache not used: {self.generated.cache.not_read}")
         if self.result is None:
             tr.write_line(self.last_line or "fak: no verdicts: the run did not complete")
             return
@@ -916,6 +999,34 @@ class ProofSession:
                 tr.write_line(f"  {line}")
         for line in self.annotations:
             tr.write_line(line)
+
+
+def _mutant_weight() -> Callable[[Theorem], int]:
+    """A theorem's share of a full run, for ``--fak-shard``: its generated mutants."""
+    counts: dict[str, int] = {}
+
+    def weight(t: Theorem) -> int:
+        ids: set[str] = set()
+        for a in t.anchors:
+            if a.symbol not in counts:
+                try:
+                    counts[a.symbol] = len(generate(a.symbol).mutants)
+                except SymbolError:
+                    counts[a.symbol] = 0
+            ids.add(a.symbol)
+        return sum(counts[s] for s in ids)
+
+    return weight
+
+
+def _installed_code() -> list[str]:
+    """Coverage patterns of :func:`_installed_dirs`'s files."""
+    return [f"{d}{os.sep}*" for d in installed_dirs()]
+
+
+@contextlib.contextmanager
+def _nothing() -> Generator[None, None, None]:
+    yield
 
 
 class _NoMutant:

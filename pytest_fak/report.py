@@ -184,6 +184,10 @@ def _carried(prev: dict[str, Any], prev_doc: dict[str, Any], why: str) -> dict[s
     for w in rec.get("witnesses", []):
         if isinstance(w, dict):
             w.setdefault("error_kind", None)
+    gen = rec.get("generated")
+    for wv in gen.get("waivers", []) if isinstance(gen, dict) else []:
+        if isinstance(wv, dict):
+            wv.setdefault("source", "document")  # before in-code waivers, all were
     return rec if not schema_errors(rec, "theorem") else None
 
 
@@ -472,15 +476,19 @@ def _verdict_md(t: dict[str, Any]) -> str:
 
 def _generated_md(g: dict[str, Any]) -> list[str]:
     """The GENERATED MUTANTS block of one theorem: its score, then each survivor's diff."""
+    in_code = sum(1 for w in g["waivers"] if w.get("source") == "code")
     lines = [
         f"**GENERATED MUTANTS.** {g['generated']} generated, {g['killed']} killed, "
-        f"{g['waived']} waived as equivalent, {g['survived']} survived"
+        f"{g['waived']} waived as equivalent"
+        + (f" ({in_code} in the code)" if in_code else "")
+        + f", {g['survived']} survived"
         + (f", {g['other']} not measured" if g["other"] else "")
         + f" (score {g['score']:.1%}).",
         "",
     ]
     for r in g["survivors"] + g["unmeasured"]:
-        lines.append(f"- `{r['id']}` ({r['operator']}, {r['where']}): {r['status']}")
+        why = f" ({r['why']})" if r.get("why") else ""
+        lines.append(f"- `{r['id']}` ({r['operator']}, {r['where']}): {r['status']}{why}")
         lines += ["", "  ```diff"] + [f"  {d}" for d in r["diff"].rstrip("\n").split("\n")]
         lines += ["  ```"]
     if g["survivors"] or g["unmeasured"]:

@@ -1,10 +1,11 @@
 """Which theorems a proof run ran, and why the others did not (honest partial runs).
 
 A run is *partial* when something selected among the tests: test paths or node ids on
-the command line, ``-k``, ``--fak-theorem``, ``--lf``/``--sw``, or a deselected witness
-(``-m``, ``--deselect``, another plugin). A theorem *ran* when the run saw every witness
-known to bind it; one that did not is NOT RUN: the report keeps its last verdict with its
-date, marked carried over, and it does not count towards the exit status.
+the command line, ``-k``, ``--fak-theorem``, ``--fak-shard``, ``--lf``/``--sw``, or a
+deselected witness (``-m``, ``--deselect``, another plugin). A theorem *ran* when the
+run saw every witness known to bind it; one that did not is NOT RUN: the report keeps
+its last verdict with its date, marked carried over, and it does not count towards the
+exit status.
 
 The known witnesses of a theorem are those selected, those deselected, and, when the
 command line narrowed collection itself (paths, node ids, ``--lf``), those the last
@@ -23,7 +24,7 @@ report lists. So:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -32,7 +33,7 @@ import pytest
 from pytest_fak.theorems import Theorem, TheoremIndex
 from pytest_fak.verdicts import ERROR, REFUTED
 
-__all__ = ["Selection", "marker_ids"]
+__all__ = ["Selection", "marker_ids", "split"]
 
 
 def marker_ids(item: pytest.Item) -> tuple[list[str], list[str]]:
@@ -56,7 +57,13 @@ def marker_ids(item: pytest.Item) -> tuple[list[str], list[str]]:
 class Selection:
     """The selection of one proof run, as the controller sees it."""
 
-    def __init__(self, config: pytest.Config, index: TheoremIndex) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        index: TheoremIndex,
+        weight: Callable[[Theorem], int] | None = None,
+    ) -> None:
+        """``weight``: a theorem's share of the work, for ``--fak-shard`` (default 1)."""
         self.patterns = [p.strip() for p in config.getoption("fak_theorem") if p.strip()]
         ids = [t.id for t in index]
         self.chosen: set[str] | None = None
@@ -69,6 +76,11 @@ class Selection:
                     f"(ids are case-sensitive; globs like 'D10.*' work; known: {known})"
                 )
             self.chosen = {i for i in ids if any(fnmatchcase(i, p) for p in self.patterns)}
+        self.shard = _shard(config.getoption("fak_shard", None))
+        if self.shard is not None:
+            pool = [t for t in index if self.chosen is None or t.id in self.chosen]
+            k, n = self.shard
+            self.chosen = split(pool, n, weight or (lambda t: 1))[k - 1]
         self.narrowed: list[str] = []  # what narrowed collection itself
         if config.args_source == pytest.Config.ArgsSource.ARGS and config.args:
             self.narrowed.append("test paths or node ids on the command line")
@@ -81,6 +93,8 @@ class Selection:
             self.signals.append(f"-k {config.option.keyword!r}")
         if self.patterns:
             self.signals.append("--fak-theorem " + " ".join(self.patterns))
+        if self.shard is not None:
+            self.signals.append(f"--fak-shard {self.shard[0]}/{self.shard[1]}")
         #: witness node id → the theorem ids it binds, for tests deselected in this run
         self.deselected: dict[str, list[str]] = {}
         #: where collection failed (a witness may be there)
@@ -148,6 +162,8 @@ class Selection:
         if t.scoped_out is not None:
             return None
         if not self.wants(t.id):
+            if self.shard is not None:
+                return f"in another shard than {self.shard[0]}/{self.shard[1]}", True
             return "not selected by --fak-theorem", True
         sel = set(ran)
         known = sel | {n for n, ids in self.deselected.items() if t.id in ids}
@@ -171,3 +187,30 @@ class Selection:
             )
             return why, True
         return None
+
+
+def _shard(raw: object) -> tuple[int, int] | None:
+    if raw is None or raw == "":
+        return None
+    k, _, n = str(raw).partition("/")
+    try:
+        shard = int(k), int(n)
+    except ValueError:
+        shard = (0, 0)
+    if not 1 <= shard[0] <= shard[1]:
+        raise pytest.UsageError(
+            f"--fak-shard {raw}: write K/N with 1 <= K <= N, e.g. --fak-shard 2/4"
+        )
+    return shard
+
+
+def split(theorems: Sequence[Theorem], n: int, weight: Callable[[Theorem], int]) -> list[set[str]]:
+    """The theorem ids of each of ``n`` shards: heaviest first, each to the lightest shard
+    so far (ties by id and shard number), so every process computes the same split."""
+    shards: list[set[str]] = [set() for _ in range(n)]
+    load = [0] * n
+    for t in sorted(theorems, key=lambda t: (-weight(t), t.id)):
+        i = min(range(n), key=lambda j: (load[j], j))
+        shards[i].add(t.id)
+        load[i] += max(1, weight(t))
+    return shards

@@ -24,7 +24,7 @@ the document's mutants. Each theorem is one section::
     **SCOPED-OUT.** (optional) why no witness is expected here
 
     **EQUIVALENT-MUTANTS.** (optional) generated mutants that cannot change behaviour
-    - `pkg.mod:f/constant/+3:8/1a2b3c4d` — why (checked when ``--fak-mutate`` is on)
+    - `pkg.mod:f/constant/1a2b3c4d` — why (checked when ``--fak-mutate`` is on)
 
     **DEPENDS-ON.** (optional) files the verdict depends on, relative to the project root
     - `policies/default.json` — the policy the theorem is about (``fak proofs check``
@@ -340,7 +340,7 @@ def _build(path: str, section: _Section, mutant_modules: tuple[str, ...]) -> The
                     path,
                     lineno,
                     "an equivalence waiver is a generated mutant id in backticks and the reason "
-                    "it cannot change behaviour, e.g. - `pkg.mod:f/constant/+3:8/1a2b3c4d` — "
+                    "it cannot change behaviour, e.g. - `pkg.mod:f/constant/1a2b3c4d` — "
                     "the bound is re-checked by the caller",
                 )
             if any(w.mutant_id == m.group("code") for w in waivers):

@@ -13,19 +13,24 @@ whose xdist worker died outside any mutant is ERROR too (a dead process cannot t
 crash of the code from one of its environment, an OOM kill, a C extension). A mutant
 under which the worker died counts as killed (``crashed``), see :mod:`pytest_fak.crash`.
 SCOPED-OUT: the document declares it. STALE: only ``fak proofs check`` gives it.
-Failure wins (REFUTED before ERROR); a skip is never a pass.
+Failure wins (REFUTED before ERROR); a skip is never a pass. A theorem whose own waivers
+are wrong (one naming no current mutant, a malformed ``# pragma: fak-equivalent`` in an
+anchor, a reason handing the mutant to a theorem that does not anchor its function) is
+ERROR, and only that theorem (:func:`decide_all`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_fak.theorems import Theorem
+from pytest_fak.waivers import named_theorems
 
 if TYPE_CHECKING:
     from pytest_fak.generated import GeneratedMutant
+    from pytest_fak.mutation import GeneratedPhase
 
 __all__ = [
     "ERROR",
@@ -37,8 +42,10 @@ __all__ = [
     "VACUOUS",
     "VERDICTS",
     "TheoremVerdict",
+    "Waivers",
     "WitnessEvidence",
     "decide",
+    "decide_all",
 ]
 
 PROVEN = "PROVEN"
@@ -158,17 +165,45 @@ def _generated_status(outcomes: Sequence[str]) -> str:
     return INCONCLUSIVE if INCONCLUSIVE in outcomes else "not-run"
 
 
+@dataclass
+class Waivers:
+    """One theorem's waivers of generated mutants, as the run settled them."""
+
+    #: mutant id → reason: the waivers that count (the mutant is waived)
+    counted: dict[str, str] = field(default_factory=dict)
+    #: mutant id → where the waiver is written: ``document`` or ``code`` (a pragma)
+    source: dict[str, str] = field(default_factory=dict)
+    #: mutant id → the theorems whose claim a counted waiver hands it to (they settled it)
+    handed: dict[str, list[str]] = field(default_factory=dict)
+    #: mutant id → why its waiver does not count (the mutant is a survivor)
+    unconfirmed: dict[str, str] = field(default_factory=dict)
+    #: what is wrong with the theorem's waivers: each makes it ERROR
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of_document(cls, t: Theorem) -> Waivers:
+        return cls(
+            {w.mutant_id: w.reason for w in t.equivalent},
+            {w.mutant_id: "document" for w in t.equivalent},
+        )
+
+
 def generated_summary(
-    t: Theorem, mutants: Sequence[GeneratedMutant], passed: Sequence[WitnessEvidence]
+    t: Theorem,
+    mutants: Sequence[GeneratedMutant],
+    passed: Sequence[WitnessEvidence],
+    waivers: Waivers | None = None,
 ) -> dict[str, Any]:
     """The mutation score of ``t``: counts, and every survivor with file:line and diff."""
-    waivers = {w.mutant_id: w.reason for w in t.equivalent}
+    wv = waivers if waivers is not None else Waivers.of_document(t)
     counts = {"generated": len(mutants), "killed": 0, "waived": 0, "survived": 0, "other": 0}
     survivors: list[dict[str, Any]] = []
     unmeasured: list[dict[str, Any]] = []
     for m in mutants:
         outs = [o for w in passed if (o := w.generated.get(m.id)) is not None]
-        status = "waived" if m.id in waivers else _generated_status(outs)
+        status = "waived" if m.id in wv.counted else _generated_status(outs)
+        if m.id in wv.unconfirmed and status not in GEN_KILLED:
+            status = SURVIVED  # its own witnesses skipped it: nobody settled it
         row = {
             "id": m.id,
             "operator": m.operator,
@@ -176,6 +211,8 @@ def generated_summary(
             "status": status,
             "diff": m.diff,
         }
+        if m.id in wv.unconfirmed and status == SURVIVED:
+            row["why"] = wv.unconfirmed[m.id]
         if status in GEN_KILLED:
             counts["killed"] += 1
         elif status == "waived":
@@ -197,7 +234,11 @@ def generated_summary(
         "seconds": round(sum(w.generated_seconds for w in passed), 3),
         "survivors": survivors,
         "unmeasured": unmeasured,
-        "waivers": [{"id": k, "reason": v} for k, v in waivers.items()],
+        "waivers": [
+            {"id": k, "reason": v, "source": wv.source.get(k, "document")}
+            | ({"handed_to": wv.handed[k]} if k in wv.handed else {})
+            for k, v in wv.counted.items()
+        ],
     }
 
 
@@ -205,24 +246,111 @@ def decide(
     t: Theorem,
     witnesses: Sequence[WitnessEvidence],
     generated: Sequence[GeneratedMutant] | None = None,
+    waivers: Waivers | None = None,
 ) -> TheoremVerdict:
     """The verdict of theorem ``t`` from its bound witnesses' evidence in this run.
 
     ``generated`` (the theorem's generated mutants, when ``--fak-mutate`` is on) adds
-    the mutation score: a survivor that is not waived makes the theorem VACUOUS."""
+    the mutation score: a survivor that is not waived makes the theorem VACUOUS.
+    ``waivers`` (default: the document's) says which are waived; a problem with them
+    makes the theorem ERROR unless a witness failed (REFUTED)."""
     tv = _decide(t, witnesses)
     if generated is not None and tv.verdict != SCOPED_OUT:
-        _generated_verdict(t, tv, generated)
+        wv = waivers if waivers is not None else Waivers.of_document(t)
+        _generated_verdict(t, tv, generated, wv)
+        if wv.problems and tv.verdict != REFUTED:
+            tv.verdict = ERROR
+            tv.reasons = [*wv.problems, *tv.reasons]
     _crash_reasons(tv)
     return tv
 
 
+def decide_all(
+    theorems: Iterable[Theorem],
+    evidence: Mapping[str, Sequence[WitnessEvidence]],
+    phase: GeneratedPhase | None = None,
+) -> list[TheoremVerdict]:
+    """Every theorem's verdict (:func:`decide`), its waivers settled across the run.
+
+    A waiver whose reason names another theorem of ``theorems`` hands the mutant to that
+    theorem's claim: it is refused (ERROR) unless that theorem anchors the mutated
+    function, and it counts only if that theorem killed the mutant (a passing witness of
+    its own) or waived it itself (not by handing it on) in this run; otherwise the
+    mutant is a survivor. A pragma's reason may name no theorem: it claims equivalence,
+    for every theorem anchoring the function."""
+    ts = list(theorems)
+    if phase is None:
+        return [decide(t, evidence.get(t.id, ())) for t in ts]
+    anchors = {t.id: {a.symbol for a in t.anchors} for t in ts}
+    settled = {t.id: _waivers(t, phase, anchors) for t in ts}
+
+    def settles(h: str, mid: str) -> bool:
+        own = settled[h]
+        if mid in own.counted and mid not in own.handed and h in phase.waived:
+            return True
+        return any(
+            w.outcome == "passed" and w.generated.get(mid) in GEN_KILLED
+            for w in evidence.get(h, ())
+        )
+
+    for t in ts:
+        wv = settled[t.id]
+        for mid, holders in list(wv.handed.items()):
+            if not any(settles(h, mid) for h in holders):
+                names = " or ".join(holders)
+                wv.unconfirmed[mid] = (
+                    f"the waiver of {mid} hands it to the claim of {names}, which neither "
+                    "killed nor waived it in this run: it counts as a survivor (run "
+                    f"{names} with {t.id}, or give a reason that holds for {t.id} alone)"
+                )
+                del wv.handed[mid], wv.counted[mid]
+    return [
+        decide(t, evidence.get(t.id, ()), phase.of_theorem.get(t.id, []), settled[t.id]) for t in ts
+    ]
+
+
+def _waivers(t: Theorem, phase: GeneratedPhase, anchors: Mapping[str, set[str]]) -> Waivers:
+    """``t``'s waivers as the phase found them, those handing their mutant to another
+    theorem marked (or refused: a problem of ``t``)."""
+    wv = Waivers(
+        dict(phase.waived.get(t.id, {})),
+        dict(phase.waiver_source.get(t.id, {})),
+        problems=list(phase.problems.get(t.id, [])),
+    )
+    for mid, reason in list(wv.counted.items()):
+        named = named_theorems(reason, anchors, t.id)
+        if not named:
+            continue
+        symbol = phase.by_id[mid].symbol
+        if wv.source.get(mid) == "code":
+            wv.problems.append(
+                f"the `# pragma: fak-equivalent` of {mid} names {', '.join(named)}: an in-code "
+                "waiver claims the mutant equivalent for every theorem anchoring "
+                f"{symbol}, so its reason cannot rest on a theorem's claim; say why no "
+                "input tells the mutant from the code, or waive it in the documents of "
+                "the theorems whose claim it is outside"
+            )
+        elif holders := [h for h in named if symbol in anchors[h]]:
+            wv.handed[mid] = holders
+            continue
+        else:
+            names = " or ".join(named)
+            wv.problems.append(
+                f"the waiver of {mid} hands the mutant to the claim of {names}, which does "
+                f"not anchor {symbol}: nothing there keeps that reason true. {names} must "
+                f"anchor {symbol} (and kill or waive the mutant itself), or the reason must "
+                f"hold for {t.id} alone"
+            )
+        del wv.counted[mid]
+    return wv
+
+
 def _generated_verdict(
-    t: Theorem, tv: TheoremVerdict, generated: Sequence[GeneratedMutant]
+    t: Theorem, tv: TheoremVerdict, generated: Sequence[GeneratedMutant], wv: Waivers
 ) -> None:
     """Add the mutation score to ``tv``; a survivor that is not waived makes it VACUOUS."""
     passed = [w for w in tv.witnesses if w.outcome == "passed"]
-    tv.generated = generated_summary(t, generated, passed)
+    tv.generated = generated_summary(t, generated, passed, wv)
     if tv.verdict not in (PROVEN, VACUOUS, OPEN) or not passed:
         return
     g = tv.generated
@@ -233,6 +361,7 @@ def _generated_verdict(
             f"{g['survived']} of {g['generated']} generated mutants survived "
             f"(neither killed nor waived): {first}{more}"
         )
+        tv.reasons += [s["why"] for s in g["survivors"] if "why" in s]
         tv.verdict = VACUOUS
     elif g["other"] and tv.verdict == PROVEN:
         tv.reasons.append(f"{g['other']} generated mutants could not be measured")

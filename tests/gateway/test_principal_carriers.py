@@ -29,8 +29,14 @@ ECMA_SPACE = frozenset(
 #: U+001C..U+001F and U+0085, which ECMA-262 keeps as text, and misses U+FEFF.
 ANY_SPACE = sorted(ECMA_SPACE | {c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()})
 EDGE = st.text(st.sampled_from(ANY_SPACE), max_size=3)
+# A lone surrogate (category Cs) is no Unicode scalar value: UTF-8 JSON cannot carry it
+# (RFC 8259 8.1), so no client can send it on any carrier (the test client's encoder
+# refuses it before the wire; a "\ud800" escape is refused by the gateway's JSON reader).
 CORE = st.text(
-    st.one_of(st.characters(codec="ascii", exclude_characters="\x00"), st.characters()),
+    st.one_of(
+        st.characters(codec="ascii", exclude_characters="\x00"),
+        st.characters(exclude_categories=["Cs"]),
+    ),
     min_size=1,
     max_size=5,
 )

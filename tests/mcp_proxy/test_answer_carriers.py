@@ -74,9 +74,7 @@ def _innocent(text: str) -> bool:
     return not any(normalize_text(m) in norm for m in INJECTION_MARKERS)
 
 
-CLEAN = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.", min_size=1, max_size=24).filter(
-    _innocent
-)
+CLEAN = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ,.", min_size=1, max_size=24).filter(_innocent)
 KEYS = st.text(alphabet="abcdefghij ,.", min_size=1, max_size=6)
 
 

@@ -1,10 +1,9 @@
 """The mutant cache forgets what another build of the plugin wrote.
 
-Every entry's key holds the plugin build (its version and code digest), so an entry an
-older build wrote can never be hit again; it used to stay in the file for good whenever its
-anchor and witness were unchanged. Each entry now records its build, and writing the file
-drops the entries of every other build (rows of the older file format, which recorded none,
-included), while a run of the same build keeps and hits all of its own.
+The file records the build and budget its results were made under (the plugin's version
+and code digest, Hypothesis's version, the example and memory budgets). A run of another
+build does not read it, says so, and writes a file of its own build; a run of the same
+build reuses every result.
 """
 
 from __future__ import annotations
@@ -30,40 +29,30 @@ def _cache(pytester: pytest.Pytester) -> dict[str, Any]:
     return doc
 
 
-def test_entries_of_another_plugin_build_are_dropped_and_this_builds_kept(
+def test_a_file_of_another_build_is_not_read_and_is_replaced_by_this_builds(
     pytester: pytest.Pytester,
 ) -> None:
     make_project(pytester, witness=EXACT)
     assert pytester.runpytest(*ARGS).ret == 0
     first = _cache(pytester)
-    rows = first["entries"]
-    assert rows and first["schema"] == "pytest-fak/mutant-cache/v2"
-    builds = {row[5] for row in rows.values()}
-    assert len(builds) == 1 and all(len(row) == 6 for row in rows.values())
-    (build,) = builds
-    assert build.startswith(f"{__version__} (")  # "<version> (<code digest>)"
-    # an entry of another build, and one in the older format (no build recorded)
-    k0, row0 = next(iter(rows.items()))
-    other = {"a" * 64: [*row0[:5], "0.0.1 (0000000000000000)"], "b" * 64: row0[:5]}
-    doc = {**first, "entries": {**rows, **other}}
-    (pytester.path / ".fak-cache" / "mutants.json").write_text(json.dumps(doc))
+    assert first["schema"] == "pytest-fak/mutant-cache/v3" and first["mutants"]
+    assert first["build"].startswith(f"pytest-fak {__version__} (")
+    other = {**first, "build": "pytest-fak 0.0.1 (0000000000000000); hypothesis 6.0.0"}
+    (pytester.path / ".fak-cache" / "mutants.json").write_text(json.dumps(other))
+    res = pytester.runpytest(*ARGS)
+    assert res.ret == 0
+    assert "mutant cache not used" in res.stdout.str()
+    assert _generated(pytester, "r")["cache_hits"] == 0
+    assert _cache(pytester) == first  # rewritten under this build, the same results
     assert pytester.runpytest(*ARGS).ret == 0
-    assert _generated(pytester, "r")["runs"] == 0  # this build's entries all hit
-    again = _cache(pytester)["entries"]
-    assert set(again) == set(rows) and again[k0] == row0
-    assert not set(other) & set(again)
+    assert _generated(pytester, "r")["runs"] == 0  # this build's results all hit
 
 
-def test_a_file_in_the_older_format_still_hits_and_is_rewritten_with_its_build(
-    pytester: pytest.Pytester,
-) -> None:
-    """Its rows still hit when their key matches (the key holds the build), and are
-    written back with the build recorded."""
+def test_a_file_of_the_older_format_is_not_read(pytester: pytest.Pytester) -> None:
     make_project(pytester, witness=EXACT)
-    assert pytester.runpytest(*ARGS).ret == 0
-    rows = _cache(pytester)["entries"]
-    old = {"schema": "pytest-fak/mutant-cache/v1", "entries": {k: r[:5] for k, r in rows.items()}}
+    old = {"schema": "pytest-fak/mutant-cache/v2", "entries": {"a" * 64: ["killed"] * 6}}
+    (pytester.path / ".fak-cache").mkdir()
     (pytester.path / ".fak-cache" / "mutants.json").write_text(json.dumps(old))
-    assert pytester.runpytest(*ARGS).ret == 0
-    assert _generated(pytester, "r")["runs"] == 0
-    assert _cache(pytester)["entries"] == rows
+    res = pytester.runpytest(*ARGS)
+    assert res.ret == 0 and "older format" in res.stdout.str()
+    assert _cache(pytester)["schema"] == "pytest-fak/mutant-cache/v3"

@@ -73,10 +73,5 @@ def test_a_thread_left_running_a_killed_mutant_is_stopped(pytester: pytest.Pytes
     assert loop.id not in {s["id"] for s in g["survivors"] + g["unmeasured"]}
     # killed by the witness's own failure, before its deadline
     cache = json.loads((pytester.path / ".fak-cache" / "mutants.json").read_text())
-    key = mutcache.key(
-        generate("spinlib:spin").source_sha256,
-        loop.id,
-        "test_spin.py::test_spin",
-        next(iter({r[4] for r in cache["entries"].values()})),
-    )
-    assert cache["entries"][key][0] == "killed"
+    key = mutcache.mutant_key(loop.id, generate("spinlib:spin").source_sha256)
+    assert [r[:2] for r in cache["mutants"][key]] == [["test_spin.py::test_spin", "killed"]]

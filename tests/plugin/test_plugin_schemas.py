@@ -85,8 +85,9 @@ def test_without_the_adapter_objects_fail_on_this_hypothesis(
     this Hypothesis, fails on the first object it draws."""
     from_schema(OBJECT)  # the adapter is in place
     monkeypatch.setattr(_generator(), "cu", cu)
-    monkeypatch.setattr(schemas, "_adapted", lambda: importlib.import_module(
-        "hypothesis_jsonschema").from_schema)
+    monkeypatch.setattr(
+        schemas, "_adapted", lambda: importlib.import_module("hypothesis_jsonschema").from_schema
+    )
     with pytest.warns(NonInteractiveExampleWarning), pytest.raises(AttributeError, match="more"):
         from_schema(OBJECT).example()
 

@@ -1,0 +1,97 @@
+"""A mutant's thread blocked for good in C cannot stall the proof run.
+
+Anchoring the journal writer thread's target (``Journal._writer``) stalled the proof run:
+after a re-run, :func:`pytest_fak.mutation.stop_mutant_threads` raised ``MutantTimeout``
+into a writer thread blocked in ``queue.get`` that nothing would feed again. The
+exception stays pending on that thread, and CPython 3.11 keeps an interpreter-wide flag
+set until it is taken; once coverage's tracer started for the next witness, the check of
+that flag at a function's first instruction repeated for ever (100% CPU in
+``threading.settrace``). The same thing, in a few lines, in a subprocess of its own.
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from types import CodeType
+
+from pytest_fak import mutation
+
+SCRIPT = textwrap.dedent(
+    """
+    import queue, threading, time
+    import coverage
+    from pytest_fak import mutation
+
+    q = queue.Queue()
+
+    def writer():
+        q.get()  # blocked in C for good: nothing is ever queued
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    time.sleep(0.1)
+
+    class Held:
+        def current_code(self):
+            return writer.__code__
+
+    raised = mutation.stop_mutant_threads(Held(), rounds=3, pause=0.01)
+    assert raised == 3, raised  # the thread held the code through every round
+    cov = coverage.Coverage(data_file=None)
+    cov.start()
+
+    def f():
+        return 1
+
+    f()
+    cov.stop()
+    print("went on")
+    """
+)
+
+
+def test_a_thread_blocked_for_good_leaves_no_exception_pending_to_stall_the_tracer() -> None:
+    res = _run()
+    assert res.returncode == 0 and "went on" in res.stdout, res.stdout + res.stderr
+
+
+def _run() -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else str(exc.stdout or "")
+        return subprocess.CompletedProcess(exc.cmd, -9, out, "stalled: killed after 60 s")
+
+
+def test_an_exception_a_blocked_thread_never_took_is_withdrawn_when_it_wakes() -> None:
+    """In this process: the blocked thread, fed afterwards, goes on as if nothing had been
+    raised into it (before the fix it woke into the ``MutantTimeout`` left pending)."""
+    q: queue.Queue[str] = queue.Queue()
+    got: list[str] = []
+
+    def writer() -> None:
+        try:
+            got.append(q.get())
+        except BaseException as exc:  # what a pending MutantTimeout would do on waking
+            got.append(type(exc).__name__)
+
+    class Held:
+        def current_code(self) -> CodeType:
+            return writer.__code__
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    time.sleep(0.05)
+    try:
+        assert mutation.stop_mutant_threads(Held(), rounds=3, pause=0.01) == 3  # type: ignore[arg-type]
+    finally:
+        q.put("row")  # wakes it, so an exception left pending is taken now, not later
+        t.join(10)
+    assert got == ["row"]
