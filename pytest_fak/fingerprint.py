@@ -144,6 +144,8 @@ class Blocks:
         rel = real[len(self._root_prefix) :].replace(os.sep, "/")
         if "/__pycache__/" in f"/{rel}" or rel.startswith((".git/", ".hypothesis/")):
             return None
+        if ".egg-info/" in rel or ".dist-info/" in rel:
+            return None  # an installation's metadata (an editable install's entry points)
         return rel
 
     def blocks(self, rel: str) -> FileBlocks | None:
