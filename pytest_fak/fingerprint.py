@@ -202,6 +202,12 @@ class Blocks:
                 out[rel] = h
         return out
 
+    def tracked(self, key: str) -> bool:
+        """Whether ``key`` is a dependency by this version's rules (a recorded key these
+        rules now leave out, such as an installation's metadata, is not checked)."""
+        path = key.split("::", 1)[0]
+        return self.rel(str(self.root / path)) is not None
+
     def current(self, key: str) -> str | None:
         """What ``key`` hashes to now (``None``: the block or file is gone)."""
         if "::" in key:
@@ -235,7 +241,7 @@ def project_blocks(root: Path, *written: Path) -> Blocks:
 
 def stale_keys(deps: Mapping[str, str], blocks: Blocks) -> list[str]:
     """The keys of ``deps`` whose hash changed (or whose block or file is gone), sorted."""
-    return sorted(k for k, h in deps.items() if blocks.current(k) != h)
+    return sorted(k for k, h in deps.items() if blocks.tracked(k) and blocks.current(k) != h)
 
 
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC

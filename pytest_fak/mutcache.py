@@ -184,7 +184,7 @@ class MutantCache:
         if fp not in self._holds:
             deps = self.file.deps.get(fp)
             self._holds[fp] = deps is not None and all(
-                self.blocks.current(k) == h for k, h in deps.items()
+                self.blocks.current(k) == h for k, h in deps.items() if self.blocks.tracked(k)
             )
         return self._holds[fp]
 
