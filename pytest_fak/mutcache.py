@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_fak.fingerprint import Blocks, digest
+from pytest_fak.fingerprint import Blocks, digest, stale_keys
 
 __all__ = ["CACHE_FILE", "CacheFile", "MutantCache", "mutant_key"]
 
@@ -183,9 +183,7 @@ class MutantCache:
         """Whether the recorded run ``fp`` still depends on code and files as they are."""
         if fp not in self._holds:
             deps = self.file.deps.get(fp)
-            self._holds[fp] = deps is not None and all(
-                self.blocks.current(k) == h for k, h in deps.items() if self.blocks.tracked(k)
-            )
+            self._holds[fp] = deps is not None and not stale_keys(deps, self.blocks)
         return self._holds[fp]
 
     def get(self, key: str, nodeid: str, fp: str | None) -> str | None:

@@ -166,6 +166,18 @@ def test_a_recorded_dependency_is_stale_once_its_block_or_file_changes(tmp_path:
     assert digest(deps) != digest(Blocks(tmp_path).deps({str(tmp_path / "limits.py"): {9}}))
 
 
+def test_an_installations_metadata_is_no_dependency_even_when_recorded(tmp_path: Path) -> None:
+    """An editable install's egg-info is read by entry-point lookups; a fresh clone has
+    none yet, so a recorded key of it must not make the run look changed."""
+    meta = tmp_path / "pkg.egg-info" / "entry_points.txt"
+    meta.parent.mkdir()
+    meta.write_text("[fak.commands]\n")
+    blocks = Blocks(tmp_path)
+    assert blocks.deps({}, [str(meta)]) == {}
+    recorded = {"pkg.egg-info/entry_points.txt": "0" * 16}
+    assert stale_keys(recorded, blocks) == []
+
+
 # ---------------------------------------------------------------------- the proof run
 def test_a_changed_helper_reruns_its_dependents_and_the_incremental_verdict_is_the_full_one(
     pytester: pytest.Pytester,
