@@ -18,8 +18,9 @@ fingerprint holds while every one of its keys still hashes the same: that is the
 both the proof run's cache (:mod:`pytest_fak.mutcache`) and ``fak proofs check`` apply.
 
 What it cannot see: code only a mutant makes the witness reach (the fingerprint is taken
-on the real code); code or data reached outside the project root (installed packages:
-the plugin build and the environment are keyed separately); state that is neither code
+on the real code); code or data reached outside the project root (installed packages,
+keyed with the environment separately) and the plugin build's own files
+(:mod:`pytest_fak.build`, keyed by the build); state that is neither code
 nor a file (environment variables, the clock, the network).
 """
 
@@ -35,6 +36,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
+
+from pytest_fak.build import build_paths
 
 __all__ = [
     "MODULE",
@@ -103,7 +106,7 @@ def file_blocks(text: str) -> FileBlocks | None:
         hashes[qual] = _sha(ast.dump(node, include_attributes=False).encode())
         start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         end = node.end_lineno or node.lineno
-        for line in range(start, min(end, n - 1) + 1):
+        for line in range(start, end + 1):  # ast's lines are the text's
             owner[line] = qual
     for _, node in defs:  # the module block: every body left out, signatures kept
         node.body = [ast.Pass()]
@@ -122,14 +125,15 @@ def digest(deps: Mapping[str, str]) -> str:
 class Blocks:
     """The blocks and data files of one project root, read once per process."""
 
-    def __init__(self, root: Path, exclude: Iterable[Path] = (), flat: Iterable[Path] = ()) -> None:
-        """``exclude``: folders nothing of which is a dependency; ``flat``: folders whose
-        own files are not (their subfolders are: the plugin's modules, keyed by its build,
-        beside its bundled theorem pack)."""
+    def __init__(
+        self, root: Path, exclude: Iterable[Path] = (), files: Iterable[Path] = ()
+    ) -> None:
+        """``exclude``: folders nothing of which is a dependency; ``files``: single files
+        that are not (the plugin build's, keyed by the build itself)."""
         self.root = Path(os.path.realpath(root))
         self._root_prefix = str(self.root) + os.sep
         self.exclude = tuple(str(Path(os.path.realpath(p))) + os.sep for p in exclude)
-        self.flat = {os.path.realpath(p) for p in flat}
+        self.files = {os.path.realpath(p) for p in files}
         self._files: dict[str, FileBlocks | None] = {}
         self._data: dict[str, str | None] = {}
 
@@ -139,7 +143,7 @@ class Blocks:
         real = os.path.realpath(path)
         if not real.startswith(self._root_prefix) or real.startswith(self.exclude):
             return None
-        if os.path.dirname(real) in self.flat:
+        if real in self.files:
             return None
         rel = real[len(self._root_prefix) :].replace(os.sep, "/")
         if "/__pycache__/" in f"/{rel}" or rel.startswith((".git/", ".hypothesis/")):
@@ -230,12 +234,13 @@ def installed_dirs() -> list[str]:
 
 def project_blocks(root: Path, *written: Path) -> Blocks:
     """The blocks of the project at ``root`` as a proof run sees them: less the folders
-    the run itself ``written`` (cache, report), the installed code, and the plugin's own
-    modules (keyed by its build)."""
+    the run itself ``written`` (cache, report), the installed code, and the plugin build's
+    files (:mod:`pytest_fak.build`: keyed by the build; the plugin's other modules are
+    project code when the plugin lives in the project)."""
     return Blocks(
         root,
         exclude=[*written, *map(Path, installed_dirs())],
-        flat=[Path(__file__).resolve().parent],
+        files=build_paths(),
     )
 
 

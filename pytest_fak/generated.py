@@ -6,10 +6,12 @@ from the original in the mutated node alone), applies every operator of
 :mod:`pytest_fak.operators` at every site of the body, and returns the mutants in
 source order. A mutant's id is the mutated code, not its place:
 ``<symbol>/<operator>/<hash>``, e.g. ``pkg.mod:f/compare-boundary/1a2b3c4d``, the first 8
-hex digits of SHA-256 over the mutated node's text before and after, read as Python
-tokens (:func:`_normal`), with ``#2``, ``#3``… on later occurrences (in source order) of
-the same change in the function. Adding, removing or moving lines elsewhere in the
-function, comments, re-indenting and re-wrapping keep every id.
+hex digits of SHA-256 over the mutated node's code before and after as Python's parser
+reads it (:func:`_normal`: layout, comments, parentheses and quote styles drop out; a
+negated ``if``/``while`` counts by its test alone), with ``#2``, ``#3``… on later
+occurrences (in source order) of the same change in the function. Adding, removing or
+moving lines elsewhere in the function, comments, re-indenting and re-wrapping (inside
+the mutated node too) keep every id.
 
 ``# pragma: fak-equivalent: <reason>`` on the first line of a mutated node (every
 operator's mutants of nodes starting there), or ``# pragma:
@@ -26,6 +28,7 @@ that imported the function by name; leaving restores the original code.
 from __future__ import annotations
 import __future__
 
+import ast
 import contextlib
 import difflib
 import hashlib
@@ -37,7 +40,7 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -231,7 +234,8 @@ def generate(symbol: str) -> Generation:
         if key in seen:  # the same mutant twice (one node, one replacement)
             continue
         seen.add(key)
-        change = (op, _normal(node, elif_), _normal(new, elif_))
+        header = op == "negate-condition"
+        change = (op, _normal(node, elif_, header), _normal(new, elif_, header))
         n = occurrences[change] = occurrences.get(change, 0) + 1
         mid = f"{symbol}/{op}/{_digest(change[1] + '→' + change[2])}" + (f"#{n}" if n > 1 else "")
         mutated = original[: rng.start.line - 1] + span + original[rng.end.line :]
@@ -283,59 +287,33 @@ def _node_text(node: cst.CSTNode, new: cst.CSTNode, first_line: str, elif_: bool
 
 _EMPTY = cst.Module(body=[])
 
-#: token types that do not count in a mutant's identity
-_LAYOUT = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
-_MARKS = {tokenize.NEWLINE: "<NEWLINE>", tokenize.INDENT: "<INDENT>", tokenize.DEDENT: "<DEDENT>"}
 
-
-def _normal(node: cst.CSTNode, elif_: bool = False) -> str:
-    """The source of ``node`` as Python tokens joined by one space: comments, blank lines,
-    line breaks inside brackets and indentation widths drop out, and so do parentheses
-    around the node itself, an ``if``/``while`` test or a returned value (a formatter adds
-    them to wrap a line); a statement keeps its block structure (a line break ends it, a
-    block is marked), strings stay as written."""
-    if hasattr(node, "leading_lines"):
-        node = node.with_changes(leading_lines=[])
-    if isinstance(node, (cst.If, cst.While)):
-        # the test on its own: a line break inside its parentheses would end the statement
-        space = "whitespace_before_test" if isinstance(node, cst.If) else "whitespace_after_while"
-        shell = node.with_changes(test=_HOLE, **{space: _ONE})
-        return _tokens(shell, elif_).replace(_HOLE.value, _normal(node.test), 1)
-    if isinstance(node, cst.Return) and node.value is not None:
-        node = node.with_changes(value=_unwrapped(node.value), whitespace_after_return=_ONE)
-    return _tokens(_unwrapped(node), elif_)
-
-
-def _tokens(node: cst.CSTNode, elif_: bool) -> str:
-    text = ("el" if elif_ else "") + _EMPTY.code_for_node(node)
-    block = isinstance(
-        node, (cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler)
-    )
-    # an expression may be broken over lines by brackets around it: read it inside some
-    src = text if block else f"(\n{text}\n)"
+def _normal(node: cst.CSTNode, elif_: bool = False, header: bool = False) -> str:
+    """The code of ``node`` as Python's parser reads it, printed back (``ast.unparse``):
+    comments, blank lines, line breaks, indentation widths, parentheses and the quotes of
+    strings drop out, inside the node as well as around it, so a formatter re-wrapping any
+    part of it changes nothing. ``header``: an ``if``/``while`` by its keyword and test alone
+    (a negated test leaves its body as it is, so an edit there is no edit of the mutant)."""
+    el = "el" if elif_ else ""
+    if header and isinstance(node, (cst.If, cst.While)):
+        keyword = "if" if isinstance(node, cst.If) else "while"
+        return f"{el}{keyword} {_normal(node.test)}:"
+    text = _EMPTY.code_for_node(node)
     try:
-        toks = [
-            _MARKS.get(t.type, t.string)
-            for t in tokenize.generate_tokens(io.StringIO(src).readline)
-            if t.type not in _LAYOUT and (block or t.type != tokenize.NEWLINE)
-        ]
-    except (tokenize.TokenError, SyntaxError):  # not expected of what libcst printed
-        return " ".join(text.split())
-    return " ".join(toks if block else toks[1:-1])  # without the brackets added
-
-
-_HOLE = cst.Name("__fak_test__")
-_ONE = cst.SimpleWhitespace(" ")
-
-
-def _unwrapped(node: cst.CSTNode) -> cst.CSTNode:
-    """``node`` without its own parentheses, where it can do without them."""
-    if isinstance(node, cst.BaseExpression) and node.lpar:
-        try:
-            return node.with_changes(lpar=[], rpar=[])
-        except cst.CSTValidationError:  # parentheses it needs: `()`, a bare generator
-            pass
-    return node
+        if isinstance(node, cst.BaseExpression):
+            return el + ast.unparse(ast.parse(f"(\n{text}\n)", mode="eval"))
+        if isinstance(node, cst.ExceptHandler):
+            (stmt,) = ast.parse(f"try:\n    pass\n{textwrap.dedent(text)}").body
+            (handler,) = cast(ast.Try, stmt).handlers
+            return ast.unparse(handler)
+        if isinstance(node, cst.CompIf):
+            comp = ast.parse(f"[_ for _ in _ {text}]", mode="eval").body
+            ((test,),) = (g.ifs for g in cast(ast.ListComp, comp).generators)
+            return "if " + ast.unparse(test)
+        return el + ast.unparse(ast.parse(textwrap.dedent(text)))
+    # every node an operator mutates prints as code Python parses: a safety net, never taken
+    except (SyntaxError, ValueError, IndexError):  # pragma: fak-equivalent: never taken
+        return el + " ".join(text.split())  # pragma: fak-equivalent: never reached
 
 
 _PRAGMA = re.compile(r"#\s*pragma:\s*fak-")

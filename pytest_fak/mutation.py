@@ -1,21 +1,22 @@
 """The generated-mutant phase of a proof run (``--fak-mutate=incremental|full``).
 
 Every process of the run generates the mutants of every anchor of every theorem
-(:mod:`pytest_fak.generated`) and checks the documents' **EQUIVALENT-MUTANTS.** waivers
-against them. After a witness passes, it is re-run under each generated mutant of its
-theorems' anchors, except a mutant that is waived, that another witness of the same
-theorem already killed (in this process, or in the cache), whose lines this witness never
-executed (``uncovered``: it cannot be killed by it), or whose outcome for this witness is
-cached (:mod:`pytest_fak.mutcache`). Each re-run has a deadline (a mutant that loops
+(:mod:`pytest_fak.generated`) and checks the waivers against them: the documents'
+**EQUIVALENT-MUTANTS.** lists and the ``# pragma: fak-equivalent`` comments in the code.
+After a witness passes, it is re-run under each generated mutant of its theorems'
+anchors, except a mutant that is waived, that another witness of the same theorem
+already killed (in this process, or in the cache), whose lines this witness never
+executed (``uncovered``: it cannot be killed by it), or whose outcome for this witness
+is cached (:mod:`pytest_fak.mutcache`). Each re-run has a deadline (a mutant that loops
 forever is killed by ``timeout``); code of the mutant still running in another thread
 when the deadline passes gets the same exception raised in that thread, then and every
 half second until the witness has returned, so a witness whose exit waits on such a
 thread (a test client joining its event-loop thread) is not stuck behind it. After every
 re-run, killed or not, any other thread still running the mutant's code is stopped the
 same way, so a worker the mutant never lets finish cannot spin on through later re-runs.
-Each re-run also
-has an address-space budget (:mod:`pytest_fak.crash`): a mutant that allocates without
-bound is killed by ``memory``; one that crashes the xdist worker is killed by ``crashed``.
+Each re-run also has an address-space budget (:mod:`pytest_fak.crash`): a mutant that
+allocates without bound is killed by ``memory``; one that crashes the xdist worker is
+killed by ``crashed``.
 
 The controller folds the outcomes per theorem: a mutant is killed when some passing
 witness failed under it; a mutant neither killed nor waived is a survivor, and a
@@ -291,6 +292,11 @@ class MutantQuarantine:
         try:
             yield
         finally:
+            # what the re-run leaked (a client its mutant never closed) is finalized here,
+            # inside the window, not in a later witness's teardown, where a finalizer's
+            # warning would read as that witness's error; the young generations only (a
+            # full collection costs ~0.1 s in a loaded worker, ten thousand times a run)
+            gc.collect(1)
             self._active = False
             threading.Thread.start = real_start  # type: ignore[method-assign]
             sys.unraisablehook = prev_unraisable

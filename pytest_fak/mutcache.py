@@ -93,17 +93,19 @@ class CacheFile:
             return None
 
     def merge(self, other: CacheFile) -> None:
-        """Add ``other``'s rows (made by the same build); a witness's fingerprint and a
-        pair's outcome already here are kept (the merge of the same files in any order
-        gives the same content when they agree)."""
+        """Add ``other``'s rows (made by the same build). Where the two differ on one pair,
+        a kill wins over a survival, of two kills the first by name (``crashed``,
+        ``killed``, ``memory``, ``timeout``), and of two runs with one outcome (a witness
+        that ran in two shards) the greater fingerprint, as for a witness's own recorded
+        run: merging the same files in any order gives the same content."""
         for fp, d in other.deps.items():
             self.deps.setdefault(fp, d)
         for n, fp in other.witnesses.items():
-            self.witnesses.setdefault(n, fp)
+            self.witnesses[n] = max(fp, self.witnesses.get(n, fp))
         for k, rows in other.mutants.items():
             mine = self.mutants.setdefault(k, {})
             for n, row in rows.items():
-                if n not in mine or (row[0] in KILLS and mine[n][0] not in KILLS):
+                if n not in mine or (_rank(row[0]), row[1]) > (_rank(mine[n][0]), mine[n][1]):
                     mine[n] = row
 
     def text(self) -> str:
@@ -251,6 +253,11 @@ class MutantCache:
             new.mutants[k] = _deciding(rows, keys.get(k, ("", set()))[1], theorems_of)
         self.file = new
         return new.write(self.path)
+
+
+def _rank(outcome: str) -> tuple[bool, int]:
+    """Which of two outcomes of one pair a merge keeps: the higher."""
+    return outcome in KILLS, -sorted(CACHEABLE).index(outcome)
 
 
 def _deciding(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import hashlib
 import importlib
 import os
 import shutil
@@ -30,6 +29,7 @@ import pytest
 
 from pytest_fak import ci, crash, hyp, inputs, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
+from pytest_fak.build import build_id
 from pytest_fak.fingerprint import ReadLog, digest, installed_dirs, project_blocks
 from pytest_fak.generated import GeneratedMutant, generate
 from pytest_fak.mutants import registry
@@ -225,19 +225,6 @@ class ProofSession:
         d = Path(str(raw or ".fak-cache"))
         return d if d.is_absolute() else self.rootpath / d
 
-    @staticmethod
-    def _build() -> str:
-        """This plugin build: its version and a digest of the code a mutant's outcome
-        depends on (a development build keeps its version number)."""
-        from pytest_fak import __version__
-
-        here = Path(__file__).parent
-        code = hashlib.sha256()
-        own = ("operators.py", "generated.py", "mutation.py", "proof.py", "hyp.py", "rebuild.py")
-        for name in (*own, "crash.py"):
-            code.update((here / name).read_bytes())
-        return f"{__version__} ({code.hexdigest()[:16]})"
-
     def _budget(self) -> str:
         """What a cached mutant outcome depends on besides the code and the witness."""
         from importlib import metadata
@@ -247,7 +234,7 @@ class ProofSession:
         except metadata.PackageNotFoundError:  # pragma: no cover - a dependency
             hv = "none"
         return (
-            f"pytest-fak {self._build()}; hypothesis {hv}; "
+            f"pytest-fak {build_id()}; hypothesis {hv}; "
             f"mutant-examples {self.mutant_examples}; max-examples {self.max_examples}; "
             f"mutant-memory {self.mutant_memory}"
         )
@@ -427,7 +414,7 @@ class ProofSession:
         fingerprinted = self._fingerprinted(theorems)
         reads = self.reads.setdefault(item.nodeid, ReadLog()) if fingerprinted else None
         try:
-            with counter, budget, reads if reads is not None else _nothing():
+            with counter, budget, reads if reads is not None else contextlib.nullcontext():
                 if anchored:
                     self.probe.begin(item.nodeid)
                 try:
@@ -1022,11 +1009,6 @@ def _mutant_weight() -> Callable[[Theorem], int]:
 def _installed_code() -> list[str]:
     """Coverage patterns of :func:`_installed_dirs`'s files."""
     return [f"{d}{os.sep}*" for d in installed_dirs()]
-
-
-@contextlib.contextmanager
-def _nothing() -> Generator[None, None, None]:
-    yield
 
 
 class _NoMutant:

@@ -196,8 +196,8 @@ def _shard(raw: object) -> tuple[int, int] | None:
     try:
         shard = int(k), int(n)
     except ValueError:
-        shard = (0, 0)
-    if not 1 <= shard[0] <= shard[1]:
+        shard = None
+    if shard is None or not 1 <= shard[0] <= shard[1]:
         raise pytest.UsageError(
             f"--fak-shard {raw}: write K/N with 1 <= K <= N, e.g. --fak-shard 2/4"
         )

@@ -19,6 +19,8 @@ import threading
 import time
 from types import CodeType
 
+import pytest
+
 from pytest_fak import mutation
 
 SCRIPT = textwrap.dedent(
@@ -55,6 +57,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.fak_theorem("H1.4")
 def test_a_thread_blocked_for_good_leaves_no_exception_pending_to_stall_the_tracer() -> None:
     res = _run()
     assert res.returncode == 0 and "went on" in res.stdout, res.stdout + res.stderr
@@ -70,6 +73,7 @@ def _run() -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(exc.cmd, -9, out, "stalled: killed after 60 s")
 
 
+@pytest.mark.fak_theorem("H1.4")
 def test_an_exception_a_blocked_thread_never_took_is_withdrawn_when_it_wakes() -> None:
     """In this process: the blocked thread, fed afterwards, goes on as if nothing had been
     raised into it (before the fix it woke into the ``MutantTimeout`` left pending)."""
@@ -95,3 +99,47 @@ def test_an_exception_a_blocked_thread_never_took_is_withdrawn_when_it_wakes() -
         q.put("row")  # wakes it, so an exception left pending is taken now, not later
         t.join(10)
     assert got == ["row"]
+
+
+@pytest.mark.fak_theorem("H1.4")
+def test_nothing_is_raised_when_the_mutant_is_not_applied_or_no_thread_holds_it() -> None:
+    """``stop_mutant_threads`` counts the threads it raised into: none for a mutant whose
+    code is not in force, none when no thread holds the code, and a thread that takes the
+    exception at once is counted once, whatever the rounds left."""
+
+    class Gone:
+        def current_code(self) -> None:
+            return None
+
+    def idle() -> None:
+        return None
+
+    class Idle:
+        def current_code(self) -> CodeType:
+            return idle.__code__
+
+    assert mutation.stop_mutant_threads(Gone(), rounds=3, pause=0.01) == 0  # type: ignore[arg-type]
+    assert mutation.stop_mutant_threads(Idle(), rounds=3, pause=0.01) == 0  # type: ignore[arg-type]
+    stop = threading.Event()
+    taken: list[str] = []
+
+    def spinning() -> None:
+        try:
+            while not stop.is_set():
+                time.sleep(0.001)
+        except BaseException as exc:
+            taken.append(type(exc).__name__)
+
+    class Spinning:
+        def current_code(self) -> CodeType:
+            return spinning.__code__
+
+    t = threading.Thread(target=spinning, daemon=True)
+    t.start()
+    time.sleep(0.05)
+    try:
+        assert mutation.stop_mutant_threads(Spinning(), rounds=5, pause=0.01) == 1  # type: ignore[arg-type]
+    finally:
+        stop.set()
+        t.join(10)
+    assert taken == ["MutantTimeout"]
