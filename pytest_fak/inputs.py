@@ -100,16 +100,9 @@ def record(
 ) -> dict[str, Any]:
     """The ``inputs`` of one theorem's record in ``verdicts.json``."""
     witnesses = []
-    for n in sorted(nodeids):
+    for n in sorted(nodeids):  # its file and qualified name are read off the node id
         rel, qual = _witness(n, root)
-        witnesses.append(
-            {
-                "nodeid": n,
-                "file": rel,
-                "qualname": qual,
-                "sha256": def_sha256(locate(rel, root), qual),
-            }
-        )
+        witnesses.append({"nodeid": n, "sha256": def_sha256(locate(rel, root), qual)})
     muts = []
     for mid, where in sorted(mutants.items()):
         if where is None:
@@ -129,6 +122,9 @@ def changed(inputs: dict[str, Any], root: Path) -> list[str]:
         for r in inputs.get(kind + "es" if kind == "witness" else "mutants", []):
             if not r.get("sha256"):
                 continue
+            if kind == "witness" and "file" not in r:
+                rel, qual = _witness(r["nodeid"], root)
+                r = {**r, "file": rel, "qualname": qual}
             now = def_sha256(locate(r["file"], root), r["qualname"])
             if now is None:
                 out.append(f"{kind} {r[key]} is no longer in {r['file']}")

@@ -174,7 +174,9 @@ class MutantCache:
             elif got is not None and got.build != build:
                 self.not_read = (
                     f"{self.path.name} was written under another build or budget "
-                    f"({got.build!r}, this run: {build!r}); no entry can be reused"
+                    f"({_differs(got.build, build)}); no entry can be reused, every "
+                    "mutant re-runs (the plugin's mutation code, Hypothesis and the "
+                    "budgets can change any outcome)"
                 )
             elif got is not None:
                 self.file = got
@@ -253,6 +255,14 @@ class MutantCache:
             new.mutants[k] = _deciding(rows, keys.get(k, ("", set()))[1], theorems_of)
         self.file = new
         return new.write(self.path)
+
+
+def _differs(then: str, now: str) -> str:
+    """What differs between two build strings (``part; part; ...``): ``was → is`` each."""
+    a, b = then.split("; "), now.split("; ")
+    if len(a) != len(b):
+        return f"{then!r} → {now!r}"
+    return ", ".join(f"{x!r} → {y!r}" for x, y in zip(a, b, strict=True) if x != y)
 
 
 def _rank(outcome: str) -> tuple[bool, int]:

@@ -107,15 +107,14 @@ def _relative(gen: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
     return out
 
 
-def witness_command(nodeids: list[str], pack_paths: dict[str, str]) -> str:
-    """The exact ``pytest`` command that re-runs these witnesses in proof mode.
-
-    Pack witnesses are named by module (``--pyargs``), not by a machine-specific path.
-    """
+def witness_command(theorem_id: str, nodeids: list[str], pack_paths: dict[str, str]) -> str:
+    """The ``pytest`` command that re-runs the witnesses ``nodeids`` of one theorem in
+    proof mode, with its mutants: a partial run of that theorem (with the bundled pack
+    when they are the pack's)."""
     args = ["pytest", "--fak-theorems"]
     if any(n in pack_paths for n in nodeids):
-        args += ["--fak-pack", "--pyargs"]
-    args += [f"'{pack_paths.get(n, n)}'" for n in nodeids]
+        args.append("--fak-pack")
+    args.append(f"--fak-theorem '{theorem_id}'")
     return " ".join(args)
 
 
@@ -140,7 +139,7 @@ def _fresh(tv: TheoremVerdict, run: RunInfo, date: str) -> dict[str, Any]:
         "caveats": list(t.caveats),
         "scoped_out": t.scoped_out,
         "theorem_sha256": t.text_sha256,
-        "witness_command": witness_command(nodeids, run.pack_nodeids) if nodeids else None,
+        "witness_command": (witness_command(t.id, nodeids, run.pack_nodeids) if nodeids else None),
         "witnesses": [
             {
                 "nodeid": w.nodeid,
@@ -150,8 +149,9 @@ def _fresh(tv: TheoremVerdict, run: RunInfo, date: str) -> dict[str, Any]:
                 "examples": w.examples,
                 "skip_reason": w.skip_reason,
                 "failure": w.failure,
-                "mutants": dict(sorted(w.mutants.items())),
-                "anchors": dict(sorted(w.anchors.items())),
+                # what a witness did differently: a survival is the common case
+                "mutants": {m: o for m, o in sorted(w.mutants.items()) if o != "survived"},
+                "anchors": {a: r for a, r in sorted(w.anchors.items()) if r is not False},
                 "crash": w.crash,
             }
             for w in tv.witnesses
@@ -502,6 +502,29 @@ def _anchor(t: dict[str, Any]) -> str:
     return keep.replace(" ", "-")
 
 
+def to_json(value: Any, depth: int = 0) -> str:
+    """The report as JSON, laid out so a change shows as the lines it touches and the file
+    stays small: indented down to each theorem's fields and the items of their lists, and
+    each such item (a witness, a mutant, an anchor, an input) on one line of its own."""
+    if (isinstance(value, dict) and depth >= 4 and value) or not isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list) and (
+        depth >= 5 or all(not isinstance(v, (dict, list)) for v in value)
+    ):
+        return json.dumps(value, ensure_ascii=False)
+    if not value:
+        return json.dumps(value)
+    pad = "  " * (depth + 1)
+    if isinstance(value, dict):
+        rows = [
+            f"{pad}{json.dumps(k, ensure_ascii=False)}: {to_json(v, depth + 1)}"
+            for k, v in value.items()
+        ]
+        return "{\n" + ",\n".join(rows) + "\n" + "  " * depth + "}"
+    rows = [pad + to_json(v, depth + 1) for v in value]
+    return "[\n" + ",\n".join(rows) + "\n" + "  " * depth + "]"
+
+
 def write(doc: dict[str, Any], report_dir: Path) -> list[Path]:
     """Write ``verdicts.json`` and ``PROOFS.md`` into ``report_dir``; return their paths.
 
@@ -516,6 +539,6 @@ def write(doc: dict[str, Any], report_dir: Path) -> list[Path]:
     report_dir.mkdir(parents=True, exist_ok=True)
     js = report_dir / "verdicts.json"
     md = report_dir / "PROOFS.md"
-    js.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    js.write_text(to_json(doc) + "\n", encoding="utf-8")
     md.write_text(render_markdown(doc), encoding="utf-8")
     return [js, md]

@@ -4,6 +4,7 @@ verdicts of what they did not run, and fail only on what they ran (issue 15)."""
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
@@ -102,11 +103,13 @@ def test_k_runs_one_theorem_and_carries_the_other_over_with_its_date(
     assert "carried over from the run of 2020-01-02" in md
 
 
-def test_a_node_id_witness_command_is_a_partial_run(pytester: pytest.Pytester) -> None:
+def test_the_witness_command_is_a_partial_run_of_its_theorem(pytester: pytest.Pytester) -> None:
     project(pytester)
     pytester.runpytest("--fak-theorems")
     backdate(pytester)
-    result = pytester.runpytest("--fak-theorems", "test_clamp.py::test_lower")
+    command = verdicts(pytester)["CL1.2"]["witness_command"]
+    assert command == "pytest --fak-theorems --fak-theorem 'CL1.2'"
+    result = pytester.runpytest(*shlex.split(command)[1:])
     assert result.ret == 0
     vs = verdicts(pytester)
     assert vs["CL1.2"]["ran"] is True

@@ -33,7 +33,10 @@ def test_editing_a_witness_a_mutant_or_a_declared_file_makes_the_verdict_stale(
     (root / "limits.json").write_text('{"hi": 10}')
     assert pytester.runpytest("--fak-theorems").ret == 0
     rec = json.loads((root / "proofs" / "verdicts.json").read_text())["theorems"][0]
-    assert [w["qualname"] for w in rec["inputs"]["witnesses"]] == ["test_clamp_in_range"]
+    assert [w["nodeid"] for w in rec["inputs"]["witnesses"]] == [
+        "test_clamp.py::test_clamp_in_range"
+    ]
+    assert all(len(w["sha256"]) == 64 for w in rec["inputs"]["witnesses"])
     assert rec["inputs"]["mutants"][0]["file"] == "clampmutants.py"
     assert rec["inputs"]["files"][0]["path"] == "limits.json"
     assert stale(root) == []

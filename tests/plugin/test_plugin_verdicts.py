@@ -33,7 +33,7 @@ def test_passing_witness_with_killed_mutant_and_executed_anchor_is_proven(
     assert w["examples"] >= 50
     md = (pytester.path / "proofs" / "PROOFS.md").read_text()
     assert "**VERDICT.** PROVEN" in md
-    assert "**WITNESS.** `pytest --fak-theorems 'test_clamp.py::test_clamp_in_range'`" in md
+    assert "**WITNESS.** `pytest --fak-theorems --fak-theorem 'CL1.1'`" in md
 
 
 def test_failing_witness_is_refuted_with_the_falsifying_example(pytester: pytest.Pytester) -> None:
