@@ -234,14 +234,20 @@ def installed_dirs() -> list[str]:
 
 def project_blocks(root: Path, *written: Path) -> Blocks:
     """The blocks of the project at ``root`` as a proof run sees them: less the folders
-    the run itself ``written`` (cache, report), the installed code, and the plugin build's
-    files (:mod:`pytest_fak.build`: keyed by the build; the plugin's other modules are
-    project code when the plugin lives in the project)."""
+    the run itself ``written`` (cache, report), the installed code, the plugin build's
+    files (:mod:`pytest_fak.build`: keyed by the build) and the anchor probe (it runs
+    around every witness, inside its measurement); the plugin's other modules are project
+    code when the plugin lives in the project."""
     return Blocks(
         root,
         exclude=[*written, *map(Path, installed_dirs())],
-        files=build_paths(),
+        files=[*build_paths(), _PROBE],
     )
+
+
+#: the anchor probe: its ``begin`` and ``end`` run inside the measurement they start and
+#: stop, around every witness, and decide no outcome
+_PROBE = Path(__file__).resolve().parent / "anchors.py"
 
 
 def stale_keys(deps: Mapping[str, str], blocks: Blocks) -> list[str]:

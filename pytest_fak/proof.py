@@ -370,13 +370,14 @@ class ProofSession:
         """A witness's fixtures are part of what its run depends on: measure their set-up."""
         if not self._fingerprinted(self._theorems_of(item)):
             return (yield)
+        # the harness's own code stays outside the measurement: the log opens first
         reads = self.reads[item.nodeid] = ReadLog()
-        self.probe.begin(item.nodeid, setup=True)
-        try:
-            with reads:
+        with reads:
+            self.probe.begin(item.nodeid, setup=True)
+            try:
                 return (yield)
-        finally:
-            self.probe.end(item.nodeid, setup=True)
+            finally:
+                self.probe.end(item.nodeid, setup=True)
 
     def _fingerprint(self, item: pytest.Item) -> tuple[str, dict[str, str]]:
         """The fingerprint of the witness's run on the real code (set-up included), and
