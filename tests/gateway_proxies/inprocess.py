@@ -3,6 +3,7 @@ property witnesses: no sockets, so their code is measured and mutant re-runs are
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -23,6 +24,13 @@ def in_process_gateway() -> tuple[ScriptedUpstream, GatewayState, Starlette]:
         routes=proxy_routes(state, UpstreamConfig(base_url="http://up/v1", transport=transport))
     )
     return upstream, state, app
+
+
+def fresh_trace(prefix: str) -> str:
+    """A trace of its own for one turn: a turn of a module's shared gateway never reads
+    the taint an earlier turn left (a mutant re-run that tainted a fixed trace would fail
+    every later run of the witness, the unmutated control included)."""
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
 #: the route of a turn on each wire

@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from fak_core.gateway import UpstreamConfig, proxy_routes
 
+from .inprocess import fresh_trace
 from .kernels import make_state
 
 _RAW: dict[str, Any] = {"body": b"", "media": "application/json"}
@@ -115,7 +116,9 @@ async def _post(stream: bool) -> httpx.Response:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
     ) as c:
-        return await c.post("/v1/messages", json=doc, headers={"x-trace-id": "use-forms"})
+        return await c.post(
+            "/v1/messages", json=doc, headers={"x-trace-id": fresh_trace("use-forms")}
+        )
 
 
 def _received(stream: bool, r: httpx.Response) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -180,7 +183,7 @@ def check(use_input: str, provider: str, page: str, stream: bool) -> None:
         else:
             have.append(b)
     assert have == want, (have, want)
-    assert fak["trace_id"] == "use-forms" and fak["result_admissions"] == [], fak
+    assert fak["trace_id"].startswith("use-forms-") and fak["result_admissions"] == [], fak
     records = {a["tool_call_id"]: a for a in fak["adjudications"]}
     assert records["toolu_0"]["admitted"] is kept_use, records
     if not kept_use:

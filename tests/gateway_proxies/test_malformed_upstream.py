@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from fak_core.gateway import UpstreamConfig, proxy_routes
 
+from .inprocess import fresh_trace
 from .kernels import make_state
 
 #: the raw upstream's answer: its bytes, media type, and whether the connection breaks
@@ -503,7 +504,7 @@ async def _post(wire: str, stream: bool) -> httpx.Response:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
     ) as c:
-        return await c.post(PATHS[wire], json=doc, headers={"x-trace-id": "malformed"})
+        return await c.post(PATHS[wire], json=doc, headers={"x-trace-id": fresh_trace("malformed")})
 
 
 def _uses(wire: str, text: str) -> list[str]:

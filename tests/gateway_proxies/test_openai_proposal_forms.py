@@ -35,6 +35,7 @@ from starlette.routing import Route
 from fak_core import Policy, Reason, Verdict
 from fak_core.gateway import UpstreamConfig, proxy_routes
 
+from .inprocess import fresh_trace
 from .kernels import ALLOWED, make_state
 
 _RAW: dict[str, Any] = {"body": b"", "media": "application/json"}
@@ -305,7 +306,7 @@ def check_record(answer: list[Choice], fak: dict[str, Any]) -> None:
     """The record, the turn's own (its trace, no inbound results): every proposal of every
     choice, in the upstream's choice order, with its verdict's kind and, for a TRANSFORM,
     the repaired arguments the client received."""
-    assert fak["trace_id"] == "forms" and fak["result_admissions"] == [], fak
+    assert fak["trace_id"].startswith("forms-") and fak["result_admissions"] == [], fak
     props = [
         (pid, c, ch.index) for ch in answer for pid, c in zip(ids(ch), proposals(ch), strict=True)
     ]
@@ -511,7 +512,9 @@ async def _turn(stream: bool) -> httpx.Response:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
     ) as c:
-        return await c.post("/v1/chat/completions", json=doc, headers={"x-trace-id": "forms"})
+        return await c.post(
+            "/v1/chat/completions", json=doc, headers={"x-trace-id": fresh_trace("forms")}
+        )
 
 
 def check_buffered_turn(answer: list[Choice]) -> None:

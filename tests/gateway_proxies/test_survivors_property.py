@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from fak_core import Policy, Verdict
 
-from .inprocess import in_process_gateway
+from .inprocess import fresh_trace, in_process_gateway
 from .kernels import ALLOWED
 from .scripted_upstream import Script
 from .test_malformed_upstream import check_anthropic_grammar, check_openai_grammar
@@ -107,7 +107,7 @@ async def _turn(wire: str, stream: bool) -> tuple[int, str]:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=_APP), base_url="http://gw"
     ) as c:
-        r = await c.post(path, json=doc, headers={"x-trace-id": "prop-clean"})
+        r = await c.post(path, json=doc, headers={"x-trace-id": fresh_trace("prop")})
         return r.status_code, r.text
 
 
