@@ -62,6 +62,19 @@ def merge_keeps_the_first() -> Any:
     )
 
 
+@mutant("H1.2/merge-order-dependent")
+def merge_order_dependent() -> Any:
+    """The merge rule before: a kill replaces a survival, any other row already here is
+    kept, so two shards that decided one pair differently merge by their order."""
+    return edited(
+        CacheFile.merge,
+        (
+            "(_rank(row[0]), row[1]) > (_rank(mine[n][0]), mine[n][1])",
+            "(row[0] in KILLS and mine[n][0] not in KILLS)",
+        ),
+    )
+
+
 @mutant("H1.2/merge-mixes-builds")
 def merge_mixes_builds() -> Any:
     """A cache written by another build is folded in beside this build's results."""
