@@ -232,6 +232,11 @@ def installed_dirs() -> list[str]:
     return sorted({os.path.realpath(d) for d in dirs if d})
 
 
+#: the anchor probe: its ``begin`` and ``end`` run inside the measurement they start and
+#: stop, around every witness, and decide no outcome
+_PROBE = Path(__file__).resolve().parent / "anchors.py"
+
+
 def project_blocks(root: Path, *written: Path) -> Blocks:
     """The blocks of the project at ``root`` as a proof run sees them: less the folders
     the run itself ``written`` (cache, report), the installed code, the plugin build's
@@ -243,11 +248,6 @@ def project_blocks(root: Path, *written: Path) -> Blocks:
         exclude=[*written, *map(Path, installed_dirs())],
         files=[*build_paths(), _PROBE],
     )
-
-
-#: the anchor probe: its ``begin`` and ``end`` run inside the measurement they start and
-#: stop, around every witness, and decide no outcome
-_PROBE = Path(__file__).resolve().parent / "anchors.py"
 
 
 def stale_keys(deps: Mapping[str, str], blocks: Blocks) -> list[str]:

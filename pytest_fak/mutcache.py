@@ -265,9 +265,12 @@ def _differs(then: str, now: str) -> str:
     return ", ".join(f"{x!r} → {y!r}" for x, y in zip(a, b, strict=True) if x != y)
 
 
+_BY_NAME = sorted(CACHEABLE)
+
+
 def _rank(outcome: str) -> tuple[bool, int]:
     """Which of two outcomes of one pair a merge keeps: the higher."""
-    return outcome in KILLS, -sorted(CACHEABLE).index(outcome)
+    return outcome in KILLS, -_BY_NAME.index(outcome)
 
 
 def _deciding(

@@ -17,6 +17,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from types import CodeType
 
 import pytest
@@ -86,15 +87,11 @@ def test_an_exception_a_blocked_thread_never_took_is_withdrawn_when_it_wakes() -
         except BaseException as exc:  # what a pending MutantTimeout would do on waking
             got.append(type(exc).__name__)
 
-    class Held:
-        def current_code(self) -> CodeType:
-            return writer.__code__
-
     t = threading.Thread(target=writer, daemon=True)
     t.start()
     time.sleep(0.05)
     try:
-        assert mutation.stop_mutant_threads(Held(), rounds=3, pause=0.01) == 3  # type: ignore[arg-type]
+        assert _stop(writer, rounds=3) == 3
     finally:
         q.put("row")  # wakes it, so an exception left pending is taken now, not later
         t.join(10)
@@ -107,19 +104,11 @@ def test_nothing_is_raised_when_the_mutant_is_not_applied_or_no_thread_holds_it(
     code is not in force, none when no thread holds the code, and a thread that takes the
     exception at once is counted once, whatever the rounds left."""
 
-    class Gone:
-        def current_code(self) -> None:
-            return None
-
     def idle() -> None:
         return None
 
-    class Idle:
-        def current_code(self) -> CodeType:
-            return idle.__code__
-
-    assert mutation.stop_mutant_threads(Gone(), rounds=3, pause=0.01) == 0  # type: ignore[arg-type]
-    assert mutation.stop_mutant_threads(Idle(), rounds=3, pause=0.01) == 0  # type: ignore[arg-type]
+    assert _stop(None, rounds=3) == 0
+    assert _stop(idle, rounds=3) == 0
     stop = threading.Event()
     taken: list[str] = []
 
@@ -130,16 +119,27 @@ def test_nothing_is_raised_when_the_mutant_is_not_applied_or_no_thread_holds_it(
         except BaseException as exc:
             taken.append(type(exc).__name__)
 
-    class Spinning:
-        def current_code(self) -> CodeType:
-            return spinning.__code__
-
     t = threading.Thread(target=spinning, daemon=True)
     t.start()
     time.sleep(0.05)
     try:
-        assert mutation.stop_mutant_threads(Spinning(), rounds=5, pause=0.01) == 1  # type: ignore[arg-type]
+        assert _stop(spinning, rounds=5) == 1
     finally:
         stop.set()
         t.join(10)
     assert taken == ["MutantTimeout"]
+
+
+class _Held:
+    """Stands for a generated mutant whose code in force is ``fn``'s (none: not applied)."""
+
+    def __init__(self, fn: Callable[[], None] | None) -> None:
+        self.fn = fn
+
+    def current_code(self) -> CodeType | None:
+        return None if self.fn is None else self.fn.__code__
+
+
+def _stop(fn: Callable[[], None] | None, rounds: int) -> int:
+    """:func:`mutation.stop_mutant_threads` for the mutant whose code is ``fn``'s."""
+    return mutation.stop_mutant_threads(_Held(fn), rounds=rounds, pause=0.01)  # type: ignore[arg-type]
