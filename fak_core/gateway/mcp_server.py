@@ -7,6 +7,14 @@ structured content. A deny is a normal tool result. A request the gateway cannot
 a call (blank tool, wrong field type) is a tool result with ``isError`` true and the
 message, as the MCP spec asks for errors a model can correct; an unknown MCP tool name is
 the protocol's invalid-params error (-32602).
+
+Sessions are owned as on the HTTP routes (:mod:`fak_core.gateway.sessions`): a tool call
+that binds a trace gets its token in the result's ``_meta`` under ``fak/session``; a later
+call on that trace presents it in the request's ``_meta`` (``fak/session``), in the
+``X-Fak-Session`` header of ``/mcp``, or not at all on the same connection (a stdio
+process, a streamable-HTTP session), which remembers the token it got first. Without it
+(or the operator key, ``X-Fak-Operator-Key`` on ``/mcp``), a call on someone else's trace
+is an error result saying what to send.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any, BinaryIO
 
@@ -29,15 +38,18 @@ from pydantic import ValidationError
 from starlette.requests import Request
 
 import fak_core
-from fak_core.gateway.sessions import SESSION_HEADER, SessionError
-from fak_core.gateway.state import GatewayState, WireError
+from fak_core.gateway.sessions import OPERATOR_HEADER, SESSION_HEADER, SessionError
+from fak_core.gateway.state import BLANK, GatewayState, WireError
 from fak_core.gateway.wire import parse_admit, parse_call
 from fak_core.jsondepth import MAX_JSON_DEPTH, JsonTooDeep, check_depth
+from fak_core.statedown import StateUnavailable
 
 __all__ = [
     "ADMIT_SCHEMA",
     "CALL_SCHEMA",
+    "ConnectionTokens",
     "MAX_FRAME",
+    "SESSION_META",
     "build_mcp_server",
     "depth_error",
     "run_stdio",
@@ -48,7 +60,11 @@ MAX_FRAME = 4 << 20
 
 _COMMON: dict[str, Any] = {
     "tool": {"type": "string", "minLength": 1, "description": "the tool the agent wants to call"},
-    "trace_id": {"type": "string", "description": "session id; minted and returned if absent"},
+    "trace_id": {
+        "type": "string",
+        "description": "session id; minted and returned if absent. A trace another client "
+        "opened is refused without its session token (_meta fak/session)",
+    },
     "witness": {"type": "string", "description": "evidence offered for a REQUIRE_WITNESS gate"},
 }
 
@@ -106,19 +122,95 @@ def _header_trace(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return None
 
 
-def _claim(state: GatewayState, ctx: ServerRequestContext[Any, Any], trace: str) -> None:
-    """Bind the trace to its first user as the HTTP routes do (a token MCP does not hand
-    back: only the operator can reset a trace an MCP client opened); a wrong
-    ``X-Fak-Session`` token is a :class:`SessionError`."""
+#: The key of a tool call's ``_meta`` (request and result) that carries the session token.
+SESSION_META = "fak/session"
+#: Connections whose first token is remembered (oldest forgotten first: its client must
+#: then present the token itself, else its calls are refused; forgetting fails closed).
+MAX_CONNECTIONS = 4096
+_MCP_SESSION_HEADER = "mcp-session-id"
+_MCP_HINT = (
+    f" (over MCP the token travels in the request's _meta under {SESSION_META!r}, as it "
+    "came back in the _meta of the result that bound the trace)"
+)
+
+
+class ConnectionTokens:
+    """The session token each MCP connection got on its first call that bound a trace, so
+    that later calls on the same connection present it by themselves: the stdio process
+    of ``fak mcp`` (``stdio``: one connection, whoever launched it) and each
+    streamable-HTTP session (its ``Mcp-Session-Id``, minted at random by the SDK, which
+    refuses an id it did not mint). A request over HTTP without a session id, or one on
+    another transport (an in-memory client), has no connection to remember."""
+
+    def __init__(self, *, stdio: bool = False, limit: int = MAX_CONNECTIONS) -> None:
+        self.stdio = stdio
+        self.limit = limit
+        self._tokens: OrderedDict[str, str] = OrderedDict()
+
+    def key(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        request = ctx.request
+        if request is None:
+            return "stdio" if self.stdio else None
+        if isinstance(request, Request):
+            sid = request.headers.get(_MCP_SESSION_HEADER)
+            return "http:" + sid if sid else None
+        return None
+
+    def get(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        key = self.key(ctx)
+        return self._tokens.get(key) if key is not None else None
+
+    def remember(self, ctx: ServerRequestContext[Any, Any], token: str) -> None:
+        key = self.key(ctx)
+        if key is None or key in self._tokens:
+            return
+        self._tokens[key] = token
+        while len(self._tokens) > self.limit:
+            self._tokens.popitem(last=False)
+
+
+def _presented(
+    ctx: ServerRequestContext[Any, Any], tokens: ConnectionTokens
+) -> tuple[str | None, str | None]:
+    """The session token a tool call presents (its ``_meta`` ``fak/session``, else the
+    HTTP ``X-Fak-Session`` header, else the one its connection got earlier) and the
+    operator key (``X-Fak-Operator-Key``, over HTTP only)."""
     request = ctx.request
-    token = request.headers.get(SESSION_HEADER) if isinstance(request, Request) else None
-    state.sessions.claim(trace, token)
+    headers = request.headers if isinstance(request, Request) else None
+    meta = ctx.meta or {}
+    token = meta.get(SESSION_META)
+    if not isinstance(token, str):
+        token = headers.get(SESSION_HEADER) if headers is not None else None
+    if token is None:
+        token = tokens.get(ctx)
+    return token, headers.get(OPERATOR_HEADER) if headers is not None else None
 
 
-def _result(body: dict[str, Any]) -> types.CallToolResult:
+def _claim(
+    state: GatewayState,
+    tokens: ConnectionTokens,
+    ctx: ServerRequestContext[Any, Any],
+    trace: str,
+    named: tuple[Any, ...],
+) -> str | None:
+    """Claim ``trace`` as the HTTP routes do (:meth:`Sessions.claim`), with the token and
+    operator key the call presents (:func:`_presented`); ``named`` are the trace ids the
+    call gave (body, header, default): a trace none of them names was minted for it. The
+    token the client should keep (bound or minted; remembered for its connection), or
+    None; a :class:`SessionError` when the trace is someone else's."""
+    token, operator = _presented(ctx, tokens)
+    fresh = not any(isinstance(n, str) and n.strip(BLANK) == trace for n in named)
+    bound = state.sessions.claim(trace, token, fresh=fresh, operator=operator)
+    if bound is not None:
+        tokens.remember(ctx, bound)
+    return bound
+
+
+def _result(body: dict[str, Any], token: str | None) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
         structured_content=body,
+        _meta={SESSION_META: token} if token is not None else None,
     )
 
 
@@ -126,8 +218,10 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
-def build_mcp_server(state: GatewayState) -> Server[Any]:
-    """An MCP server whose three tools decide through ``state`` (the one seam)."""
+def build_mcp_server(state: GatewayState, *, stdio: bool = False) -> Server[Any]:
+    """An MCP server whose three tools decide through ``state`` (the one seam); ``stdio``:
+    it serves one client over stdio (:class:`ConnectionTokens`)."""
+    tokens = ConnectionTokens(stdio=stdio)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -149,25 +243,30 @@ def build_mcp_server(state: GatewayState) -> Server[Any]:
         doc: dict[str, Any],
         header_trace: str | None,
     ) -> types.CallToolResult:
+        named = (doc.get("trace_id"), header_trace, state.default_trace)
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)
-                _claim(state, ctx, call.trace_id)
+                token = _claim(state, tokens, ctx, call.trace_id, named)
                 body = await state.adjudicate_async(call)
-                return _result(await state.recorded(body))
+                return _result(await state.recorded(body), token)
             if name == "fak_syscall":
                 call = parse_call(doc).build(state, header_trace)
-                _claim(state, ctx, call.trace_id)
+                token = _claim(state, tokens, ctx, call.trace_id, named)
                 body = await anyio.to_thread.run_sync(state.syscall, call)
-                return _result(await state.recorded(body))
+                return _result(await state.recorded(body), token)
             if name == "fak_admit":
                 req = parse_admit(doc)
                 call = req.build(state, header_trace)
-                _claim(state, ctx, call.trace_id)
+                token = _claim(state, tokens, ctx, call.trace_id, named)
                 body = await anyio.to_thread.run_sync(state.admit, call, req.result)
-                return _result(await state.recorded(body))
-        except (WireError, SessionError) as exc:
+                return _result(await state.recorded(body), token)
+        except SessionError as exc:
+            return _error(exc.message + (_MCP_HINT if exc.status == 403 else ""))
+        except WireError as exc:
             return _error(exc.message)
+        except StateUnavailable as exc:
+            return _error(str(exc))
         known = ", ".join(t.name for t in _TOOLS)
         raise MCPError(
             code=INVALID_PARAMS, message=f"unknown tool: {name} (this server has {known})"
@@ -313,7 +412,7 @@ async def run_stdio(
     max_frame: int = MAX_FRAME,
 ) -> None:
     """Serve the MCP tools over stdin/stdout (one JSON-RPC message per line) until EOF."""
-    server = build_mcp_server(state)
+    server = build_mcp_server(state, stdio=True)
     checked = _CheckedStdin(stdin if stdin is not None else sys.stdin.buffer, max_frame)
     # the SDK leaves the ends it hands out open: they are closed here, on the way out
     async with (

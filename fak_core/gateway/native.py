@@ -5,8 +5,9 @@ what the seam rendered. A deny is HTTP 200 with the verdict in the body; only a 
 the gateway cannot turn into a call is a 4xx. Decisions are never made here.
 
 Sessions belong to someone (:mod:`fak_core.gateway.sessions`): the first request on a
-trace claims it and gets its token in ``X-Fak-Session``; reading or resetting a trace needs
-that token or the operator key (403 otherwise). Every reset and every policy reload is a
+trace claims it and gets its token in ``X-Fak-Session``; every later request on the trace
+(deciding, admitting, context, reading, resetting) needs that token or the operator key
+(403 otherwise). Every reset and every policy reload is a
 journal row saying who did it, committed before the answer.
 """
 
@@ -67,10 +68,17 @@ def _traced(body: dict[str, Any], session: dict[str, str]) -> Response:
 
 
 def claim_session(state: GatewayState, request: Request, trace: str) -> dict[str, str]:
-    """Claim ``trace`` for the request's session (:meth:`Sessions.claim`); the response
-    headers that hand the client its token, if one was minted or bound."""
+    """Claim ``trace`` for the request's session (:meth:`Sessions.claim`, with the
+    request's ``X-Fak-Session`` token and ``X-Fak-Operator-Key``): the response headers
+    that hand the client its token, if one was minted or bound; a :class:`SessionError`
+    (403) when the trace is someone else's."""
     fresh = request.scope.get(MINTED_KEY) == trace
-    token = state.sessions.claim(trace, request.headers.get(SESSION_HEADER), fresh=fresh)
+    token = state.sessions.claim(
+        trace,
+        request.headers.get(SESSION_HEADER),
+        fresh=fresh,
+        operator=request.headers.get(OPERATOR_HEADER),
+    )
     return {"X-Fak-Session": token} if token is not None else {}
 
 
@@ -201,7 +209,8 @@ class NativeApi:
     async def trace_context(self, request: Request) -> Response:
         """Record the user's (or system's) own words for a session: destinations that
         appear in them are grounded (policy v2). Only the host, with text the model did
-        not write; the session's token (or the first use of the trace) is required."""
+        not write; the session's token, the operator key or the first use of the trace is
+        required."""
         state = self.state
         doc = await _body(request)
         trace = parse_trace_id(doc, required=True)

@@ -41,7 +41,8 @@ _CALL_FIELDS: dict[str, Any] = {
         "type": _OPT_STR,
         "maxLength": 128,
         "description": "beats the X-Trace-Id header; at most 128 characters (400 past "
-        "that). The first request on a trace claims it for its session (see X-Fak-Session)",
+        "that). The first request on a trace claims it for its session; every later one "
+        "must send its X-Fak-Session token (or the operator key), else a 403",
     },
     "witness": {"type": _OPT_STR},
     "principal": {"type": _OPT_STR, "description": "X-Fak-Principal beats it"},
@@ -245,30 +246,31 @@ _TRACE_HEADER = {
     },
     "X-Fak-Session": {
         "description": "sent when this request claimed the trace (its first use): the "
-        "session token that alone (besides the operator key) may read or reset the trace. "
-        "The gateway stores only its SHA-256 digest",
+        "session token that alone (besides the operator key) may act in the trace from now "
+        "on (decide, admit, record context, read, reset). The gateway stores only its "
+        "SHA-256 digest",
         "schema": {"type": "string"},
     },
 }
-#: The request headers of a call: the session token that owns the trace.
-_SESSION_PARAMS = [
+#: The request headers of every route that names a trace: the session token that owns it,
+#: or the operator key.
+_OWNER_PARAMS = [
     {
         "name": "X-Fak-Session",
         "in": "header",
         "required": False,
-        "description": "the session token of the trace (16 to 256 characters): binds an "
-        "unowned trace to it; a token that does not match an owned trace is a 403",
+        "description": "the session token of the trace (16 to 256 characters; a secret of "
+        "the client's own, or the one the trace's first answer carried): binds an unowned "
+        "trace to it. On an owned trace every request must send it (or the operator key): "
+        "without it, or with another token, the request is a 403 and changes nothing",
         "schema": {"type": "string", "minLength": 16, "maxLength": 256},
     },
-]
-#: The request headers that may read or reset a trace.
-_OWNER_PARAMS = [
-    *_SESSION_PARAMS,
     {
         "name": "X-Fak-Operator-Key",
         "in": "header",
         "required": False,
-        "description": "the operator key (fak serve --operator-key-env): any trace",
+        "description": "the operator key (fak serve --operator-key-env): acts in any trace, "
+        "one whose owner the gateway forgot included",
         "schema": {"type": "string"},
     },
 ]
@@ -278,8 +280,9 @@ def _errors(*statuses: int) -> dict[str, Any]:
     text = {
         400: "the request cannot become a call; the message says what to fix",
         401: "missing or invalid API key (only when the gateway requires one)",
-        403: "the trace belongs to another session: send its X-Fak-Session token or "
-        "the operator key",
+        403: "the trace belongs to another session (none, or another, X-Fak-Session token "
+        "sent), or to one the gateway no longer remembers: send the trace's own token or "
+        "the operator key, or omit the trace id (one is minted) or use an id of your own",
         404: "not found",
         405: "wrong method",
         413: "request body (or its tool results) over the gateway's limit",
@@ -303,7 +306,7 @@ def _post(
     response: str,
     *errors: int,
     required: bool = True,
-    parameters: list[dict[str, Any]] = _SESSION_PARAMS,
+    parameters: list[dict[str, Any]] = _OWNER_PARAMS,
 ) -> dict[str, Any]:
     ok = _json(_ref(response), "the decision (a deny is a 200 too)")
     ok["headers"] = _TRACE_HEADER
@@ -329,13 +332,17 @@ def _paths() -> dict[str, Any]:
     }
     return {
         "/v1/fak/adjudicate": _post(
-            "Decide a tool call (nothing runs)", "CallRequest", "AdjudicateResponse", 400
+            "Decide a tool call (nothing runs)", "CallRequest", "AdjudicateResponse", 400, 503
         ),
         "/v1/fak/syscall": _post(
-            "Decide a tool call and run it if allowed", "CallRequest", "SyscallResponse", 400
+            "Decide a tool call and run it if allowed",
+            "CallRequest",
+            "SyscallResponse",
+            400,
+            503,
         ),
         "/v1/fak/admit": _post(
-            "Admit a result the client produced", "AdmitRequest", "SyscallResponse", 400
+            "Admit a result the client produced", "AdmitRequest", "SyscallResponse", 400, 503
         ),
         "/v1/fak/trace/reset": _post(
             "Reset a session's taint mark (its owner or the operator; journaled)",
@@ -350,6 +357,7 @@ def _paths() -> dict[str, Any]:
             "TraceContextRequest",
             "TraceContextResponse",
             400,
+            503,
         ),
         "/v1/fak/trace/{trace_id}": {
             "get": {

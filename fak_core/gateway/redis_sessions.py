@@ -4,9 +4,9 @@ The same rules as :class:`~fak_core.gateway.sessions.Sessions` (first credential
 trace owns it; only SHA-256 digests are stored and compared in constant time), with the
 owner table in Redis (``fak:owner:<trace>``, claimed with ``SET NX`` under the epoch
 guard). Nothing is evicted (the Redis must not evict: checked at start), so no trace is
-ever orphaned. When Redis cannot be reached, a claim is put off (no token is handed out;
-every decision that needs the shared state is refused DENY/STATE_DOWN anyway) and a read
-or reset of a trace raises :class:`~fak_core.statedown.StateUnavailable` (a 503).
+ever orphaned. When Redis cannot be reached, nobody can tell who owns a trace, so a claim,
+a read and a reset all raise :class:`~fak_core.statedown.StateUnavailable` (a 503 naming
+the trace): unknown ownership is never taken for the owner's, and no token is handed out.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ import hmac
 import secrets
 
 from fak_core.gateway.sessions import (
-    _MAX_TOKEN,
-    _MIN_TOKEN,
-    SESSION_HEADER,
     SessionError,
     Sessions,
+    _check_token,
     _digest,
+    not_yours,
 )
 from fak_core.redis_state import RedisState
 from fak_core.statedown import StateUnavailable
@@ -47,45 +46,47 @@ class RedisSessions(Sessions):
         self.state = state
         self._claim = state.script(_CLAIM)
         self._owner = state.script(_OWNER)
-        #: Claims put off because Redis could not be reached.
-        self.deferred = 0
+        #: Requests refused because Redis could not be reached to check the trace's owner.
+        self.state_down = 0
 
-    def claim(self, trace: str, token: str | None, *, fresh: bool = False) -> str | None:
-        if token is not None and not _MIN_TOKEN <= len(token) <= _MAX_TOKEN:
-            raise SessionError(
-                400,
-                f"{SESSION_HEADER}: a session token is {_MIN_TOKEN} to {_MAX_TOKEN} "
-                "characters; drop the header and the gateway mints one",
-            )
+    def claim(
+        self,
+        trace: str,
+        token: str | None,
+        *,
+        fresh: bool = False,
+        operator: str | None = None,
+    ) -> str | None:
+        _check_token(token)
+        op = self.is_operator(operator)
         minted = token is None
         if token is None:
             token = secrets.token_urlsafe(24)
         given = _digest(token)
         try:
             won, owner = self.state.run(self._claim, [PREFIX + trace], [given.hex()])
-        except StateUnavailable:
-            # Put off, not failed open: the request goes on without a token and anything it
-            # asks of the shared state is refused STATE_DOWN; a later request claims.
-            self.deferred += 1
-            return None
+        except StateUnavailable as exc:
+            # Who owns the trace is unknown: refused (a 503), never taken for the owner's.
+            with self._lock:
+                self.state_down += 1
+            raise StateUnavailable(
+                f"{exc}; who owns trace {trace!r} cannot be checked, so the request was "
+                "refused: retry once the shared state is back"
+            ) from None
         if int(won):
             return token
         owner_hex = owner.decode() if isinstance(owner, bytes) else str(owner)
-        if not minted and not hmac.compare_digest(given.hex(), owner_hex):
-            raise SessionError(
-                403,
-                f"trace {trace!r} belongs to another session: send its own "
-                f"{SESSION_HEADER} token, or use a trace id of your own",
-            )
-        return None
+        if op or (not minted and hmac.compare_digest(given.hex(), owner_hex)):
+            return None
+        with self._lock:
+            self.refused += 1
+        raise SessionError(403, not_yours(trace, None if minted else token))
 
     def permits(self, trace: str, token: str | None, operator: str | None) -> str | None:
-        op = _digest(operator or "")
         tok = _digest(token or "").hex()
         owner = self.state.run(self._owner, [PREFIX + trace], [])
         owner_hex = "" if owner is None else (owner.decode() if isinstance(owner, bytes) else "")
-        expected = self._operator
-        operator_ok = expected is not None and hmac.compare_digest(op, expected) and bool(operator)
+        operator_ok = self.is_operator(operator)
         owner_ok = bool(owner_hex) and hmac.compare_digest(tok, owner_hex) and bool(token)
         if operator_ok:
             return "operator"
@@ -97,7 +98,7 @@ class RedisSessions(Sessions):
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"session_refusals": self.refused, "session_claims_deferred": self.deferred}
+            return {"session_refusals": self.refused, "session_claims_state_down": self.state_down}
 
     def __len__(self) -> int:
         return 0

@@ -3,17 +3,20 @@
 A trace (session) belongs to the first credential that uses it. When a request names a
 trace nobody owns, the gateway binds it to the session token the request presents in
 ``X-Fak-Session`` or, if it presents none, to a token it mints (``secrets.token_urlsafe``,
-192 bits) and sends back in the ``X-Fak-Session`` response header. Only that token, or the
-operator key (``X-Fak-Operator-Key``, ``fak serve --operator-key-env``), may read or reset
-the trace. Deciding or admitting on someone else's trace without a token stays allowed: it
-can only raise the trace's mark (C4.1), never lower it; presenting a wrong token is a 403.
+192 bits) and sends back in the ``X-Fak-Session`` response header. From then on every
+request that names the trace (deciding, admitting, recording trusted context, a proxied
+turn, an MCP tool call, reading, resetting) must present that token or the operator key
+(``X-Fak-Operator-Key``, ``fak serve --operator-key-env``): a request without a token or
+with another one is a 403 that says what to send. Grounding lets a session *widen* what it
+may do, so nobody but its owner may act in it; and a client that names a trace someone
+else opened learns so at once (no session fixation).
 
 Only SHA-256 digests of tokens are stored and they are compared with
 ``hmac.compare_digest``. The owner table is bounded in bytes; past the bound the least
 recently used owner is dropped and the trace is remembered as *orphaned* in a fixed-size
-salted bitmap, so nobody can claim it afresh (only the operator can then reset it): a
-forgotten owner fails closed. A trace id the gateway minted itself is new by construction
-and is never taken for an orphan.
+salted bitmap: nobody but the operator may use it again (a 403), so a forgotten owner fails
+closed. A trace id the gateway minted itself is new by construction and is never taken for
+an orphan.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ __all__ = [
     "SessionError",
     "Sessions",
     "new_trace_id",
+    "not_yours",
+    "orphaned",
     "trace_id_problem",
 ]
 
@@ -76,6 +81,35 @@ def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
+def _check_token(token: str | None) -> None:
+    if token is not None and not _MIN_TOKEN <= len(token) <= _MAX_TOKEN:
+        raise SessionError(
+            400,
+            f"{SESSION_HEADER}: a session token is {_MIN_TOKEN} to {_MAX_TOKEN} "
+            "characters; drop the header and the gateway mints one",
+        )
+
+
+def not_yours(trace: str, token: str | None) -> str:
+    """The 403 message for a request on an owned trace without its owner's token."""
+    sent = "without a session token" if token is None else "with another session's token"
+    return (
+        f"trace {trace!r} belongs to another session and this request came {sent}: send "
+        f"that session's own {SESSION_HEADER} token (the one the trace's first answer "
+        "carried, or the one its first request sent), or omit the trace id (the gateway "
+        "mints one) or use an id of your own"
+    )
+
+
+def orphaned(trace: str) -> str:
+    """The 403 message for a request on a trace whose owner the table dropped."""
+    return (
+        f"trace {trace!r} belonged to a session the gateway no longer remembers (its owner "
+        "table is full): nobody but the operator may use it now; omit the trace id (the "
+        "gateway mints one) or use a new id of your own"
+    )
+
+
 class SessionError(Exception):
     """A request the session rules refuse: ``status`` (400 or 403) and a message."""
 
@@ -100,7 +134,7 @@ class Sessions:
         self._lock = threading.Lock()
         #: Owners dropped at the byte bound (their traces are orphaned).
         self.evicted = 0
-        #: Reads and resets refused for want of the owner's token or the operator key.
+        #: Requests refused for want of the owner's token or the operator key.
         self.refused = 0
 
     def set_operator_key(self, key: str | None) -> None:
@@ -115,31 +149,45 @@ class Sessions:
         byte, mask = self._bit(trace)
         return bool(self._orphans[byte] & mask)
 
-    def claim(self, trace: str, token: str | None, *, fresh: bool = False) -> str | None:
-        """Bind an unowned ``trace`` to ``token`` (or a minted one); return the token the
-        client should keep, or None when the trace already had an owner (or is orphaned).
-        A ``token`` that does not match the owner is a :class:`SessionError` (403).
-        ``fresh``: the gateway minted ``trace`` for this request, so it cannot be an orphan."""
-        if token is not None and not _MIN_TOKEN <= len(token) <= _MAX_TOKEN:
-            raise SessionError(
-                400,
-                f"{SESSION_HEADER}: a session token is {_MIN_TOKEN} to {_MAX_TOKEN} "
-                "characters; drop the header and the gateway mints one",
-            )
+    def is_operator(self, operator: str | None) -> bool:
+        """Whether ``operator`` is the configured operator key (compared in constant time;
+        an empty or absent key, or none configured, never is)."""
+        expected = self._operator
+        given = _digest(operator or "")
+        return expected is not None and hmac.compare_digest(given, expected) and bool(operator)
+
+    def claim(
+        self,
+        trace: str,
+        token: str | None,
+        *,
+        fresh: bool = False,
+        operator: str | None = None,
+    ) -> str | None:
+        """The session rule for a request that names ``trace``: bind an unowned trace to
+        ``token`` (or a minted one) and return the token the client should keep; return
+        None when the request may act on the trace it does not newly own (it presents the
+        owner's token, or the operator key). Anything else is a :class:`SessionError`:
+        403 on an owned trace without its token (none, or another) and on an orphaned one
+        (its owner was dropped) for all but the operator; 400 for a token outside 16 to
+        256 characters. ``fresh``: the gateway minted ``trace`` for this request, so it
+        cannot be an orphan."""
+        _check_token(token)
         given = _digest(token) if token is not None else None
+        op = self.is_operator(operator)
         with self._lock:
             owner = self._owners.get(trace)
             if owner is not None:
-                self._owners.move_to_end(trace)
-                if given is not None and not hmac.compare_digest(given, owner):
-                    raise SessionError(
-                        403,
-                        f"trace {trace!r} belongs to another session: send its own "
-                        f"{SESSION_HEADER} token, or use a trace id of your own",
-                    )
-                return None
+                if op or (given is not None and hmac.compare_digest(given, owner)):
+                    self._owners.move_to_end(trace)  # only its owner's use keeps it
+                    return None
+                self.refused += 1
+                raise SessionError(403, not_yours(trace, token))
             if not fresh and self._orphaned(trace):
-                return None
+                if op:
+                    return None
+                self.refused += 1
+                raise SessionError(403, orphaned(trace))
             if token is None:
                 token = secrets.token_urlsafe(24)
                 given = _digest(token)
@@ -157,15 +205,10 @@ class Sessions:
     def permits(self, trace: str, token: str | None, operator: str | None) -> str | None:
         """Who may read or reset ``trace``: ``"operator"``, ``"owner"``, or None (refused).
         Both digests are always computed and compared in constant time."""
-        op = _digest(operator or "")
         tok = _digest(token or "")
         with self._lock:
             owner = self._owners.get(trace)
-        operator_ok = (
-            self._operator is not None
-            and hmac.compare_digest(op, self._operator)
-            and bool(operator)
-        )
+        operator_ok = self.is_operator(operator)
         owner_ok = owner is not None and hmac.compare_digest(tok, owner) and bool(token)
         if operator_ok:
             return "operator"

@@ -23,7 +23,7 @@ from fak_core.gateway.proxy_io import (
     json_response,
     read_body,
 )
-from fak_core.gateway.sessions import SESSION_HEADER, SessionError
+from fak_core.gateway.sessions import OPERATOR_HEADER, SESSION_HEADER, SessionError
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.gateway.turn import InboundResult, admit_inbound
 from fak_core.gateway.upstream import Upstream, UpstreamError, Wire
@@ -131,16 +131,22 @@ class WireProxy:
             return self.error(400, str(exc))
         try:
             trace = state.trace_for(None, request.headers.get("x-trace-id"))
+        except WireError as exc:
+            return self.error(400, exc.message, param=exc.param)
+        headers = {"x-trace-id": header_value(trace)}
+        try:
+            # the turn may record the user's words (grounding): only the trace's owner (or
+            # the operator) may act in it, so its token is checked before anything else
             token = state.sessions.claim(
                 trace,
                 request.headers.get(SESSION_HEADER),
                 fresh=request.scope.get(MINTED_KEY) == trace,
+                operator=request.headers.get(OPERATOR_HEADER),
             )
-        except WireError as exc:
-            return self.error(400, exc.message, param=exc.param)
         except SessionError as exc:
-            return self.error(exc.status, exc.message, param="trace_id")
-        headers = {"x-trace-id": header_value(trace)}
+            return self.error(exc.status, exc.message, param="trace_id", headers=headers)
+        except StateUnavailable as exc:
+            return self.error(503, str(exc), code="state_unavailable", headers=headers)
         if token is not None:
             headers["x-fak-session"] = token
         if not self.upstream.config.speaks(self.wire):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from fak_core import Kernel, Verdict, parse_policy
@@ -40,4 +41,11 @@ def make_kernel() -> Kernel:
     return kernel
 
 
-__all__ = ["POLICY_DOC", "WITNESS_CLAIM", "make_kernel"]
+__all__ = ["POLICY_DOC", "WITNESS_CLAIM", "make_kernel", "own_session"]
+
+
+def own_session() -> dict[str, str]:
+    """The headers of a client with a session token of its own (a fresh secret), sent on
+    every request as a real client of the gateway does: the first request on a trace binds
+    the trace to it and every later one is let through (D12)."""
+    return {"X-Fak-Session": secrets.token_urlsafe(24)}

@@ -29,6 +29,7 @@ from fak_core.gateway.state import GatewayState
 from fak_core.kernel import Kernel
 from fak_core.statedown import register_state_down
 from fak_core.taint import Taint
+from tests.gateway.support import own_session
 from tests.gateway.test_parity_property import (
     Harness,
     _same_quarantine_id,
@@ -126,7 +127,9 @@ def test_a_state_store_down_during_an_admission_is_a_state_down_value() -> None:
     state = GatewayState(kernel)
     body = {"tool": "lookup", "result": "the secret plan", "trace_id": "adm-down"}
     try:
-        with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
+        with TestClient(
+            create_app(state, mcp=False), base_url="http://127.0.0.1", headers=own_session()
+        ) as client:
             ledger.down = True
             r = client.post("/v1/fak/admit", json=body)
             assert r.status_code == 200, r.text

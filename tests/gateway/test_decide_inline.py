@@ -13,6 +13,7 @@ from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
 from fak_core.kernel import Kernel
 from fak_core.policy import parse_policy
+from tests.gateway.support import own_session
 
 
 def _answers(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -20,7 +21,9 @@ def _answers(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     state = GatewayState(Kernel(parse_policy(policy)))  # the default deadline is set
     assert state.kernel.decides_without_waiting()
     try:
-        with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
+        with TestClient(
+            create_app(state, mcp=False), base_url="http://127.0.0.1", headers=own_session()
+        ) as client:
             out = []
             for body in calls:
                 r = client.post("/v1/fak/adjudicate", json={**body, "trace_id": "inline"})

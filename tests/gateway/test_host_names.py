@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
-from tests.gateway.support import make_kernel
+from tests.gateway.support import make_kernel, own_session
 
 BODY = b'{"tool": "echo", "trace_id": "t-names"}'
 JSON_CT = ("content-type", "application/json")
@@ -47,7 +47,7 @@ def _status(client: TestClient, host: str, content_type: str = "application/json
 @pytest.mark.fak_theorem("D13")
 def test_where_the_gateway_listens_decides_which_hosts_it_checks() -> None:
     for bind in LOOPBACK_BINDS + OTHER_BINDS:
-        with TestClient(_app(bind), base_url="http://127.0.0.1") as c:
+        with TestClient(_app(bind), base_url="http://127.0.0.1", headers=own_session()) as c:
             assert _status(c, "127.0.0.1:8080") == 200, bind
             assert _status(c, "localhost") == 200, bind
             want = 421 if bind in LOOPBACK_BINDS else 200
@@ -62,7 +62,9 @@ SERVED += ["api.test", "Api.Test:443"]
 
 @pytest.mark.fak_theorem("D13")
 def test_allowed_hosts_are_names_whatever_their_case_port_or_brackets() -> None:
-    with TestClient(_app("0.0.0.0", ALLOWED), base_url="http://gw.example") as c:
+    with TestClient(
+        _app("0.0.0.0", ALLOWED), base_url="http://gw.example", headers=own_session()
+    ) as c:
         for host in SERVED:
             assert _status(c, host) == 200, host
         for host in ["", ":7", "127.0.0.1", "localhost", "gw.example.evil", "[::2]", "test"]:
@@ -80,7 +82,7 @@ BAD_PORTS = st.sampled_from([":abc", ":80x", ":-1", ": 80", ":8o", ":+80", ":0x5
 def test_a_loopback_name_glued_to_more_or_a_port_that_is_no_number_is_refused(
     home: str, before: str, after: str, port: str
 ) -> None:
-    with TestClient(_app("127.0.0.1"), base_url="http://127.0.0.1") as c:
+    with TestClient(_app("127.0.0.1"), base_url="http://127.0.0.1", headers=own_session()) as c:
         if (before, after) != ("[", "]"):  # a bracketed name is that name (an IP literal's form)
             assert _status(c, before + home + after) == 421, before + home + after
         assert _status(c, home + after + port) == 421, home + after + port
@@ -108,7 +110,7 @@ NOT_JSON = [
 
 @pytest.mark.fak_theorem("D13")
 def test_a_body_is_json_by_its_media_type_alone() -> None:
-    with TestClient(_app("127.0.0.1"), base_url="http://127.0.0.1") as c:
+    with TestClient(_app("127.0.0.1"), base_url="http://127.0.0.1", headers=own_session()) as c:
         for media in JSON_TYPES:
             assert _status(c, "127.0.0.1", media) == 200, media
         for media in NOT_JSON:

@@ -16,14 +16,14 @@ from starlette.testclient import TestClient
 from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
 from fak_core.taint import Taint
-from tests.gateway.support import POLICY_DOC, make_kernel
+from tests.gateway.support import POLICY_DOC, make_kernel, own_session
 
 JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
 def client(state: GatewayState) -> Iterator[TestClient]:
-    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
+    with TestClient(create_app(state), base_url="http://127.0.0.1", headers=own_session()) as c:
         yield c
 
 
@@ -172,7 +172,7 @@ def test_admit_quarantines_a_secret_shaped_result(client: TestClient) -> None:
 def test_principal_header_beats_body(state: GatewayState) -> None:
     seen: list[str] = []
     state.kernel.subscribe(lambda ev: seen.append(ev.call.principal))
-    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
+    with TestClient(create_app(state), base_url="http://127.0.0.1", headers=own_session()) as c:
         c.post(
             "/v1/fak/adjudicate",
             json={"tool": "echo", "principal": "body"},
@@ -229,7 +229,7 @@ def test_unknown_route_is_404_envelope(client: TestClient) -> None:
 # ----------------------------------------------------------------------------- body cap
 def test_body_over_cap_by_content_length_is_413(state: GatewayState) -> None:
     state.max_body = 1024
-    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
+    with TestClient(create_app(state), base_url="http://127.0.0.1", headers=own_session()) as c:
         big = {"tool": "echo", "arguments": {"blob": "x" * 2000}}
         r = c.post("/v1/fak/adjudicate", json=big)
         assert_envelope(r, 413, "invalid_request_error", contains="1024 bytes")
@@ -246,7 +246,7 @@ def test_chunked_body_over_cap_is_413(state: GatewayState) -> None:
             yield b"y" * 200
         yield b'"}}'
 
-    with TestClient(create_app(state), base_url="http://127.0.0.1") as c:
+    with TestClient(create_app(state), base_url="http://127.0.0.1", headers=own_session()) as c:
         r = c.post("/v1/fak/adjudicate", content=chunks(), headers=JSON)
         assert "content-length" not in r.request.headers  # really chunked
         assert_envelope(r, 413, "invalid_request_error", contains="limit")
@@ -331,7 +331,9 @@ def _boom(request: Request) -> Response:
 
 def test_exception_in_any_handler_is_a_clean_500(state: GatewayState) -> None:
     app = create_app(state, extra_routes=[Route("/boom", _boom)])
-    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
+    with TestClient(
+        app, raise_server_exceptions=False, base_url="http://127.0.0.1", headers=own_session()
+    ) as c:
         r = c.get("/boom", headers={"X-Trace-Id": "t-500"})
     err = assert_envelope(r, 500, "server_error", contains="t-500")
     assert "kaboom" not in err["message"]  # internals are logged, not leaked
@@ -347,14 +349,20 @@ class ExplodingState(GatewayState):
 
 def test_exception_inside_the_seam_is_a_500_not_an_allow() -> None:
     app = create_app(ExplodingState(make_kernel()))
-    with TestClient(app, raise_server_exceptions=False, base_url="http://127.0.0.1") as c:
+    with TestClient(
+        app, raise_server_exceptions=False, base_url="http://127.0.0.1", headers=own_session()
+    ) as c:
         r = c.post("/v1/fak/adjudicate", json={"tool": "echo"})
     assert_envelope(r, 500, "server_error")
 
 
 # ----------------------------------------------------------------------------- policy reload
 def test_policy_reload_good_then_bad(state: GatewayState, policy_file: Path) -> None:
-    with TestClient(create_app(state, policy_path=policy_file), base_url="http://127.0.0.1") as c:
+    with TestClient(
+        create_app(state, policy_path=policy_file),
+        base_url="http://127.0.0.1",
+        headers=own_session(),
+    ) as c:
         assert c.post("/v1/fak/adjudicate", json={"tool": "echo"}).json()["verdict"]["kind"] == (
             "ALLOW"
         )
@@ -394,7 +402,7 @@ def test_policy_reload_without_a_file_is_404(client: TestClient) -> None:
 # ----------------------------------------------------------------------------- misc routes
 def test_healthz_and_models(state: GatewayState) -> None:
     app = create_app(state, models=("fak-scripted",), health={"planner": "scripted"})
-    with TestClient(app, base_url="http://127.0.0.1") as c:
+    with TestClient(app, base_url="http://127.0.0.1", headers=own_session()) as c:
         h = c.get("/healthz")
         assert h.status_code == 200
         assert h.json()["ok"] is True

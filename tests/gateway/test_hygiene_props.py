@@ -14,9 +14,11 @@ from fak_core.gateway.app import create_app
 from fak_core.gateway.middleware import HostOriginMiddleware
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.upstream import ANTHROPIC_VERSION, Upstream, UpstreamConfig
-from tests.gateway.support import make_kernel
+from tests.gateway.support import make_kernel, own_session
 
 _APP = create_app(GatewayState(make_kernel()), mcp=True)
+#: One client of the module-wide app: every test here is the same user of trace ``t-h``.
+_SESSION = own_session()
 ROUTES = ["/v1/fak/adjudicate", "/v1/fak/admit", "/v1/fak/trace/reset", "/v1/fak/syscall", "/mcp"]
 LOOPBACK = ["127.0.0.1", "localhost", "[::1]", "LOCALHOST"]
 #: Host names an attacker's DNS may point at 127.0.0.1 (rebinding), and look-alikes.
@@ -91,7 +93,7 @@ def _send(c: TestClient, route: str, headers: list[tuple[str, str]], body: Any =
 @given(st.sampled_from(ROUTES), FOREIGN, PORT, st.sampled_from(LOOPBACK))
 def test_a_foreign_host_is_421_on_every_route(route: str, host: str, port: str, home: str) -> None:
     json_ct = ("content-type", "application/json")
-    with TestClient(_APP, base_url="http://127.0.0.1") as c:
+    with TestClient(_APP, base_url="http://127.0.0.1", headers=_SESSION) as c:
         _refused(_send(c, route, [json_ct, ("host", host + port)]), 421)
         # a repeated Host is judged by the first, the one the routes read
         _refused(_send(c, route, [json_ct, ("host", host + port), ("host", home)]), 421)
@@ -105,7 +107,7 @@ def test_a_cross_site_origin_is_403_on_every_route(
 ) -> None:
     json_ct = ("content-type", "application/json")
     home = ("origin", f"{scheme}://127.0.0.1{port}")
-    with TestClient(_APP, base_url="http://127.0.0.1") as c:
+    with TestClient(_APP, base_url="http://127.0.0.1", headers=_SESSION) as c:
         _refused(_send(c, route, [json_ct, ("origin", f"{scheme}://{host}{port}")]), 403)
         _refused(_send(c, route, [json_ct, ("origin", "null")]), 403)
         _refused(_send(c, route, [json_ct, ("origin", f"{scheme}://{host}"), home]), 403)
@@ -116,7 +118,7 @@ def test_a_cross_site_origin_is_403_on_every_route(
 @pytest.mark.fak_theorem("D13")
 @given(st.sampled_from(ROUTES), MEDIA)
 def test_a_post_body_that_is_not_json_is_415_on_every_route(route: str, media: str) -> None:
-    with TestClient(_APP, base_url="http://127.0.0.1") as c:
+    with TestClient(_APP, base_url="http://127.0.0.1", headers=_SESSION) as c:
         _refused(_send(c, route, [("content-type", media)]), 415)
         _refused(_send(c, route, [("content-type", media)], b"{"), 415)  # one byte is a body
 
@@ -130,7 +132,7 @@ def test_a_post_body_that_is_not_json_is_415_on_every_route(route: str, media: s
 @pytest.mark.parametrize("media", ["text/plain", None])
 def test_a_post_without_a_body_needs_no_content_type(media: str | None) -> None:
     headers = [("content-type", media)] if media else []
-    with TestClient(_APP, base_url="http://127.0.0.1") as c:
+    with TestClient(_APP, base_url="http://127.0.0.1", headers=_SESSION) as c:
         _passed(_send(c, "/v1/fak/policy/reload", [*headers, ("content-length", "0")], b""))
     # a POST that declares no length at all (no body): the check alone, on a raw scope
     check = HostOriginMiddleware(_APP, ["127.0.0.1"])
@@ -146,7 +148,7 @@ def test_an_allowed_host_entry_without_a_name_allows_no_empty_host() -> None:
     app = create_app(
         GatewayState(make_kernel()), mcp=False, allowed_hosts=[":8080", "gw.example:8080"]
     )
-    with TestClient(app, base_url="http://gw.example") as c:
+    with TestClient(app, base_url="http://gw.example", headers=_SESSION) as c:
         json_ct = ("content-type", "application/json")
         assert _send(c, "/v1/fak/adjudicate", [json_ct]).status_code == 200
         _refused(_send(c, "/v1/fak/adjudicate", [json_ct, ("host", "")]), 421)
@@ -157,7 +159,7 @@ def test_an_allowed_host_entry_without_a_name_allows_no_empty_host() -> None:
 @pytest.mark.fak_theorem("D13")
 @given(st.sampled_from(LOOPBACK), PORT, st.sampled_from(["http", "https"]))
 def test_loopback_hosts_and_origins_are_served(host: str, port: str, scheme: str) -> None:
-    with TestClient(_APP, base_url="http://127.0.0.1") as c:
+    with TestClient(_APP, base_url="http://127.0.0.1", headers=_SESSION) as c:
         headers = {"host": host + port, "origin": f"{scheme}://{host}{port}"}
         assert _post(c, "/v1/fak/adjudicate", headers) == 200
 

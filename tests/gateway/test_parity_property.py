@@ -43,6 +43,7 @@ from fak_core.adjudicators import WitnessOutcome
 from fak_core.calls import ToolCall
 from fak_core.events import Event, EventKind
 from fak_core.gateway.app import McpHttpEndpoint, create_app
+from fak_core.gateway.mcp_server import SESSION_META
 from fak_core.gateway.state import GatewayState
 from fak_core.kernel import Kernel
 from fak_core.ledger import MemoryLedger
@@ -51,7 +52,7 @@ from fak_core.statedown import StateUnavailable, register_state_down
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind, frozen_meta
 from fak_core.view import CallView
-from tests.gateway.support import make_kernel
+from tests.gateway.support import make_kernel, own_session
 
 #: The witness text the test resolver confirms; ``REFUTING`` is refuted, anything else abstains.
 CONFIRMING = "two-person rule: approved by bob"
@@ -341,9 +342,12 @@ class Harness:
         assert _meta(got) == dict(want.meta), side
 
     def mcp_call(self, body: dict[str, Any]) -> Any:
+        """``fak_adjudicate`` over MCP as the HTTP client's user: its session token in the
+        request's ``_meta``."""
         portal = self.http.portal
         assert portal is not None
-        return portal.call(self.mcp.call_tool, "fak_adjudicate", body)
+        meta: Any = {SESSION_META: self.http.headers["x-fak-session"]}
+        return portal.call(lambda: self.mcp.call_tool("fak_adjudicate", body, meta=meta))
 
     def mcp_adjudicate(self, body: dict[str, Any]) -> dict[str, Any]:
         res = self.mcp_call(body)
@@ -431,7 +435,7 @@ def _mcp_server(app: Any) -> Any:
 def harness(state: GatewayState | None = None) -> Iterator[Harness]:
     state = state or GatewayState(_kernel())
     app = create_app(state)
-    with TestClient(app, base_url="http://127.0.0.1") as client:
+    with TestClient(app, base_url="http://127.0.0.1", headers=own_session()) as client:
         portal = client.portal
         assert portal is not None
         with portal.wrap_async_context_manager(Client(_mcp_server(app), mode="legacy")) as mcp:
@@ -581,7 +585,9 @@ def test_a_decision_past_the_deadline_is_the_gateways_deny_and_the_tool_never_ru
         "detail": {"claim": "adjudication timed out after 0.2s"},
     }
     try:
-        with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
+        with TestClient(
+            create_app(state, mcp=False), base_url="http://127.0.0.1", headers=own_session()
+        ) as client:
             for route in ("/v1/fak/adjudicate", "/v1/fak/syscall"):
                 r = client.post(route, json={"tool": "slow", "arguments": {"x": 1}})
                 assert r.status_code == 200, r.text
@@ -661,7 +667,9 @@ def test_a_state_store_down_during_a_syscall_is_a_state_down_value_not_a_5xx() -
         state = GatewayState(kernel, decide_timeout=deadline)
         body = {"tool": "lookup", "arguments": {"q": 1}, "trace_id": "down-1"}
         try:
-            with TestClient(create_app(state, mcp=False), base_url="http://127.0.0.1") as client:
+            with TestClient(
+                create_app(state, mcp=False), base_url="http://127.0.0.1", headers=own_session()
+            ) as client:
                 ledger.down = True
                 r = client.post("/v1/fak/syscall", json=body)
                 assert r.status_code == 200, (deadline, r.text)

@@ -1,12 +1,14 @@
 """D12 with the owner table in a shared Redis (``fak serve --state``), against a model.
 
 The model is D12's rule written here: a trace is bound to the first token that claims it
-(the client's, 16 to 256 characters, else a minted one of 32 URL-safe characters); a claim
-with another token is a 403 and binds nothing; reading or resetting is permitted to the
-owner's token or the operator key, never to a wrong or empty one, and each refusal is
-counted. Nothing is dropped in Redis, so no trace is orphaned. With Redis unreachable, a
-claim is put off (no token, counted) and a read or reset is refused as the state being
-down. A real ``redis-server`` of the test's own serves the table.
+(the client's, 16 to 256 characters, else a minted one of 32 URL-safe characters); a later
+claim passes with the owner's token or the operator key and is otherwise (no token, or
+another one) a 403 that binds nothing; reading or resetting is permitted to the owner's
+token or the operator key, never to a wrong or empty one, and each refusal is counted.
+Nothing is dropped in Redis, so no trace is orphaned. With Redis unreachable, who owns a
+trace is unknown: a claim, a read and a reset are refused as the state being down (no
+token; each refused claim counted). A real ``redis-server`` of the test's own serves the
+table.
 """
 
 from __future__ import annotations
@@ -42,29 +44,41 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _claim(
-    model: dict[str, str], table: RedisSessions, trace: str, token: str | None, fresh: bool
-) -> None:
+    model: dict[str, str],
+    table: RedisSessions,
+    trace: str,
+    token: str | None,
+    extra: object,
+    operator: str | None,
+) -> int:
+    """One claim against the model; 1 if it is a refusal the table counts, else 0."""
+    fresh, key = extra if isinstance(extra, tuple) else (bool(extra), None)
+    if token == "<owner>":
+        token = model.get(trace)
     if token is not None and not 16 <= len(token) <= 256:
         with pytest.raises(SessionError) as bad:
-            table.claim(trace, token, fresh=fresh)
+            table.claim(trace, token, fresh=fresh, operator=key)
         assert bad.value.status == 400 and "16 to 256" in bad.value.message
-        return
+        return 0
     owner = model.get(trace)
-    if owner is not None and token is not None and token != owner:
+    op = operator is not None and key == operator
+    if owner is not None and not op and token != owner:
         with pytest.raises(SessionError) as other:
-            table.claim(trace, token, fresh=fresh)
+            table.claim(trace, token, fresh=fresh, operator=key)
         assert other.value.status == 403 and "belongs to another session" in other.value.message
-        return
-    got = table.claim(trace, token, fresh=fresh)
+        assert repr(trace) in other.value.message
+        return 1
+    got = table.claim(trace, token, fresh=fresh, operator=key)
     if owner is not None:
         assert got is None, (trace, token)
-        return
+        return 0
     assert got is not None, trace
     if token is None:
         assert len(got) == 32 and set(got) <= URLSAFE, got
     else:
         assert got == token
     model[trace] = got
+    return 0
 
 
 @pytest.mark.fak_theorem("D12")
@@ -80,6 +94,10 @@ def test_the_shared_owner_table_keeps_the_rules(redis_url: str) -> None:
             ("permits", "a", "", OPERATOR),
             ("permits", "a", None, ""),
             ("claim", "a", "token-one-0123456", False),
+            ("claim", "a", None, False),  # no token on an owned trace: a 403
+            ("claim", "a", "<owner>", False),
+            ("claim", "a", None, (False, OPERATOR)),  # the operator passes
+            ("claim", "a", "token-one-0123456", (False, "wrong-operator-key")),
             ("claim", "b", "token-one-0123456", True),
             ("permits", "b", "token-one-0123456", "wrong-operator-key"),
             ("permits", "b", "token-two-0123456", OPERATOR),
@@ -95,7 +113,7 @@ def test_the_shared_owner_table_keeps_the_rules(redis_url: str) -> None:
         refused = 0
         for op, trace, token, extra in ops:
             if op == "claim":
-                _claim(model, table, trace, token, bool(extra))
+                refused += _claim(model, table, trace, token, extra, operator)
                 continue
             sent = model.get(trace) if token == "<owner>" else token
             op_key = extra if isinstance(extra, str) or extra is None else None
@@ -106,19 +124,23 @@ def test_the_shared_owner_table_keeps_the_rules(redis_url: str) -> None:
                 want = "owner"
             refused += want is None
             assert table.permits(trace, sent, op_key) == want, (trace, sent, op_key)
-        assert table.stats() == {"session_refusals": refused, "session_claims_deferred": 0}
+        assert table.stats() == {"session_refusals": refused, "session_claims_state_down": 0}
         assert len(table) == 0
 
     run()
 
 
 @pytest.mark.fak_theorem("D12")
-def test_with_redis_unreachable_a_claim_is_put_off_and_a_read_is_refused() -> None:
-    table = RedisSessions(RedisState(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5))
-    assert table.claim("t-down", None) is None
-    assert table.claim("t-down", "token-one-0123456") is None
+def test_with_redis_unreachable_a_claim_and_a_read_are_refused() -> None:
+    table = RedisSessions(
+        RedisState(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5), operator_key=OPERATOR
+    )
+    for token, key in ((None, None), ("token-one-0123456", None), (None, OPERATOR)):
+        with pytest.raises(StateUnavailable) as down:
+            table.claim("t-down", token, operator=key)
+        assert "'t-down'" in str(down.value) and "retry" in str(down.value), down.value
     with pytest.raises(SessionError):
         table.claim("t-down", "short")
-    assert table.stats()["session_claims_deferred"] == 2
+    assert table.stats()["session_claims_state_down"] == 3
     with pytest.raises(StateUnavailable):
         table.permits("t-down", "token-one-0123456", None)

@@ -10,6 +10,7 @@ and tool; the bad requests are the ones a client can get wrong before the kernel
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -17,8 +18,9 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from fak_core.gateway.app import create_app
+from fak_core.gateway.mcp_server import SESSION_META
 from fak_core.gateway.state import GatewayState
-from tests.gateway.support import make_kernel
+from tests.gateway.support import make_kernel, own_session
 from tests.gateway.test_parity_property import _mcp_server
 
 #: (tool, arguments, taint the session first?, the kernel's kind and reason on adjudicate)
@@ -56,7 +58,9 @@ def _mcp_body(res: Any) -> dict[str, Any]:
 def test_every_refusal_is_a_value_and_every_bad_request_a_400() -> None:
     state = GatewayState(make_kernel())
     app = create_app(state)
-    with TestClient(app, base_url="http://127.0.0.1") as http:
+    session = own_session()
+    as_user: Any = {SESSION_META: session["X-Fak-Session"]}  # the same user over MCP
+    with TestClient(app, base_url="http://127.0.0.1", headers=session) as http:
         portal = http.portal
         assert portal is not None
         with portal.wrap_async_context_manager(Client(_mcp_server(app), mode="legacy")) as mcp:
@@ -94,9 +98,8 @@ def test_every_refusal_is_a_value_and_every_bad_request_a_400() -> None:
                             json={"tool": "echo", "result": "some page", "trace_id": mcp_trace},
                         )
                     name = f"fak_{route}"
-                    got = _mcp_body(
-                        portal.call(mcp.call_tool, name, {**body, "trace_id": mcp_trace})
-                    )
+                    call = {**body, "trace_id": mcp_trace}
+                    got = _mcp_body(portal.call(partial(mcp.call_tool, name, call, meta=as_user)))
                     assert got["verdict"] == v, (tool, route)
                     if route == "syscall":
                         assert got["result"] == r.json()["result"], tool

@@ -83,8 +83,9 @@ def test_a_non_owner_never_reads_or_resets_a_session(
 ) -> None:
     """Every interleaving of the victim's admits and egress with the attacker's resets and
     reads, the attacker knowing the victim's trace id (minted or chosen) and holding a
-    token of its own: the attacker's reads and resets are 403, and once the victim has
-    admitted an untrusted result its egress stays denied."""
+    token of its own: the attacker's reads, resets and token-less admits are 403, and once
+    the victim has admitted an untrusted result its egress stays denied. (Every route and
+    credential: ``test_session_routes``.)"""
     with _client() as c:
         first = c.post(
             "/v1/fak/adjudicate",
@@ -108,10 +109,10 @@ def test_a_non_owner_never_reads_or_resets_a_session(
             elif who == "victim":
                 r = c.post("/v1/fak/adjudicate", json={**EGRESS, "trace_id": victim}, headers=own)
                 assert r.json()["verdict"]["kind"] == ("DENY" if tainted else "ALLOW"), r.text
-            elif what == "admit-on-victim":  # allowed: it can only raise the mark
+            elif what == "admit-on-victim":  # no token: refused, whatever it would do
                 r = c.post("/v1/fak/admit", json={**UNTRUSTED, "trace_id": victim})
-                assert r.status_code == 200, r.text
-                tainted = True
+                assert r.status_code == 403, r.text
+                assert "belongs to another session" in r.json()["error"]["message"]
             else:
                 op, _, token = what.partition("-")
                 headers = tokens[token]

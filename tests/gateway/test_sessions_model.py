@@ -2,14 +2,17 @@
 model written here from the theorem and its caveats.
 
 The model: a trace is bound to the first token that claims it (one the client sends, 16 to
-256 characters, else a minted one of 32 URL-safe characters, 192 bits); a claim with
-another token is a 403; the table holds owners within its byte bound (each entry its
-overhead plus the trace's UTF-8 bytes, lone surrogates included), dropping the least
-recently used first (a claim of an owned trace uses it); a dropped trace is orphaned, so
-no claim binds it again unless the gateway minted the id for that very request (an orphan
-is remembered by its bit in a bitmap, so the model asks the table which bit a trace has:
-only that hash is shared, not the rules); reading or resetting is permitted to the owner's
-token or the operator key, never to a wrong or empty one, and each refusal is counted.
+256 characters, else a minted one of 32 URL-safe characters, 192 bits); a later claim
+passes with the owner's token or the operator key and is a 403 otherwise (no token or
+another one: the message names the trace and the header to send); the table holds owners
+within its byte bound (each entry its overhead plus the trace's UTF-8 bytes, lone
+surrogates included), dropping the least recently used first (a claim that passes on an
+owned trace uses it; a refused one does not); a dropped trace is orphaned: every claim on
+it is a 403 but the operator's, and none binds it again unless the gateway minted the id
+for that very request (an orphan is remembered by its bit in a bitmap, so the model asks
+the table which bit a trace has: only that hash is shared, not the rules); reading or
+resetting is permitted to the owner's token or the operator key, never to a wrong or empty
+one, and each refusal (of a claim, a read or a reset) is counted.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from fak_core.gateway.sessions import ENTRY_OVERHEAD, MAX_TRACE_BYTES, SessionError, Sessions
+from fak_core.gateway.sessions import (
+    ENTRY_OVERHEAD,
+    MAX_TRACE_BYTES,
+    SESSION_HEADER,
+    SessionError,
+    Sessions,
+)
 
 OPERATOR = "operator-key-0123456789"
 TRACES = st.sampled_from(["a", "b", "trace-c", "\u00e9t\u00e9", "x" * 40, "lone-\ud800", "d"])
@@ -36,16 +45,23 @@ TOKENS = st.one_of(
 def operations(
     traces: st.SearchStrategy[str], presented: st.SearchStrategy[str | None], max_size: int
 ) -> st.SearchStrategy[list[tuple[Any, ...]]]:
-    """Sequences of ``claim`` (trace, token, rebind) and ``permits`` (trace, presented
-    token or ``<owner>``, operator key) operations on a session table."""
+    """Sequences of ``claim`` (trace, token or ``<owner>``, (fresh, operator key)) and
+    ``permits`` (trace, presented token or ``<owner>``, operator key) operations on a
+    session table."""
+    keys = st.sampled_from([None, "", OPERATOR, "wrong-operator-key"])
     return st.lists(
         st.one_of(
-            st.tuples(st.just("claim"), traces, TOKENS, st.booleans()),
+            st.tuples(
+                st.just("claim"),
+                traces,
+                st.one_of(TOKENS, st.just("<owner>")),
+                st.tuples(st.booleans(), keys),
+            ),
             st.tuples(
                 st.just("permits"),
                 traces,
                 st.one_of(presented, st.just("<owner>")),
-                st.sampled_from([None, "", OPERATOR, "wrong-operator-key"]),
+                keys,
             ),
         ),
         max_size=max_size,
@@ -73,26 +89,39 @@ class Model:
     def used(self) -> int:
         return sum(_size(t) for t in self.owners)
 
-    def claim(self, trace: str, token: str | None, fresh: bool) -> None:
+    def claim(self, trace: str, token: str | None, fresh: bool, operator: str | None) -> None:
+        if token == "<owner>":
+            token = self.owners.get(trace)
         if token is not None and not 16 <= len(token) <= 256:
             with pytest.raises(SessionError) as bad:
-                self.table.claim(trace, token, fresh=fresh)
+                self.table.claim(trace, token, fresh=fresh, operator=operator)
             assert bad.value.status == 400
             return
+        op = bool(self.operator) and operator == self.operator
         if trace in self.owners:
-            self.owners.move_to_end(trace)
-            if token is not None and token != self.owners[trace]:
-                with pytest.raises(SessionError) as other:
-                    self.table.claim(trace, token, fresh=fresh)
-                assert other.value.status == 403
-                assert repr(trace) in other.value.message  # quoted, escapes and all
+            if op or token == self.owners[trace]:
+                self.owners.move_to_end(trace)
+                assert self.table.claim(trace, token, fresh=fresh, operator=operator) is None
                 return
-            assert self.table.claim(trace, token, fresh=fresh) is None
+            self.refused += 1
+            with pytest.raises(SessionError) as other:
+                self.table.claim(trace, token, fresh=fresh, operator=operator)
+            assert other.value.status == 403
+            assert repr(trace) in other.value.message  # quoted, escapes and all
+            assert "belongs to another session" in other.value.message
+            assert SESSION_HEADER in other.value.message
             return
-        got = self.table.claim(trace, token, fresh=fresh)
         if not fresh and self.table._bit(trace) in self.orphan_bits:
-            assert got is None, "an orphaned trace was claimed afresh"
+            if op:
+                assert self.table.claim(trace, token, fresh=fresh, operator=operator) is None
+                return
+            self.refused += 1
+            with pytest.raises(SessionError) as gone:
+                self.table.claim(trace, token, fresh=fresh, operator=operator)
+            assert gone.value.status == 403, "an orphaned trace was let through"
+            assert repr(trace) in gone.value.message and "operator" in gone.value.message
             return
+        got = self.table.claim(trace, token, fresh=fresh, operator=operator)
         if token is None:
             assert got is not None and len(got) == 32 and set(got) <= URLSAFE, got
             token = got
@@ -130,7 +159,8 @@ def run(ops: list[tuple[Any, ...]], room: int, operator: str | None) -> None:
     model = Model(Sessions(max_bytes, operator_key=operator), max_bytes, operator)
     for op, trace, token, extra in ops:
         if op == "claim":
-            model.claim(trace, token, extra)
+            fresh, key = extra if isinstance(extra, tuple) else (extra, None)
+            model.claim(trace, token, fresh, key)
         else:
             model.permits(trace, token, extra)
         model.check()
@@ -143,12 +173,18 @@ def run(ops: list[tuple[Any, ...]], room: int, operator: str | None) -> None:
     ops=[
         ("claim", "x" * 40, None, False),
         ("claim", "a", "token-one-0123456", False),
-        ("claim", "x" * 40, None, False),  # uses it: "a" is now the oldest
+        ("claim", "x" * 40, "<owner>", False),  # uses it: "a" is now the oldest
+        ("claim", "x" * 40, None, False),  # no token on an owned trace: a 403
+        ("claim", "a", "token-two-0123456", False),  # another token: a 403, not a use
         ("claim", "\u00e9t\u00e9", "t" * 16, False),
         ("claim", "lone-\ud800", "t" * 256, False),
         ("claim", "b", "t" * 257, False),
-        ("claim", "a", "token-one-0123456", False),  # dropped: orphaned
-        ("claim", "a", None, True),  # unless the gateway minted it just now
+        ("claim", "a", "token-one-0123456", False),  # dropped: orphaned, a 403
+        ("claim", "a", None, (False, OPERATOR)),  # but the operator passes
+        ("claim", "a", None, (False, "wrong-operator-key")),
+        ("claim", "a", None, True),  # and it binds if the gateway minted it just now
+        ("claim", "a", None, (False, OPERATOR)),
+        ("claim", "\u00e9t\u00e9", "t" * 17, (False, OPERATOR)),
         ("permits", "a", "<owner>", None),
         ("permits", "a", "token-two-0123456", "wrong-operator-key"),
         ("permits", "a", None, OPERATOR),
@@ -174,7 +210,9 @@ def test_the_table_is_exactly_full_at_its_bound() -> None:
     assert table.stats()["session_bytes"] == size * 3 and table.stats()["sessions_evicted"] == 0
     assert table.claim("x" * 39 + "4", None) is not None
     assert table.stats()["sessions_evicted"] == 1
-    assert table.claim("x" * 39 + "1", None) is None  # the oldest went, orphaned
+    with pytest.raises(SessionError) as gone:  # the oldest went, orphaned
+        table.claim("x" * 39 + "1", None)
+    assert gone.value.status == 403
 
 
 LEAST = ENTRY_OVERHEAD + MAX_TRACE_BYTES  # one entry of the longest trace id

@@ -4,9 +4,10 @@ A request's trace is the body's ``trace_id`` (JSON-text white space and the othe
 stripped), else its ``X-Trace-Id``, else one the gateway mints (on MCP without a header, the
 configured default trace first); a trace id of more than 128 characters (characters, not
 bytes) is a 400 naming ``trace_id`` (an MCP error result), and is never bound. The first
-request on a trace gets its session token in ``X-Fak-Session``, later ones none; a trace
-whose owner was dropped at the table's bound is never handed a token again; a trace first
-used over MCP is bound too, so an HTTP client cannot take it; a reset or a context that
+request on a trace gets its session token in ``X-Fak-Session``, later ones none (and a 403
+without it); a trace whose owner was dropped at the table's bound is a 403 and never handed
+a token again; a trace first used over MCP is bound too (its token in the result's
+``_meta``), so an HTTP client cannot take it; a reset or a context that
 names no trace is a 400 naming ``trace_id``. The expectations are written here; the app
 runs in process (HTTP through Starlette's ``TestClient``, MCP through the SDK's in-memory
 client on the ``Server`` the app mounts).
@@ -108,8 +109,11 @@ def test_only_the_first_request_on_a_trace_gets_its_token() -> None:
         first = _adjudicate(client, {"trace_id": "tok-1"})
         token = first.headers.get("x-fak-session")
         assert token is not None and TOKEN.fullmatch(token), first.headers
-        again = _adjudicate(client, {"trace_id": "tok-1"})
+        again = _adjudicate(client, {"trace_id": "tok-1"}, **{"X-Fak-Session": token})
         assert again.status_code == 200 and "x-fak-session" not in again.headers
+        tokenless = _adjudicate(client, {"trace_id": "tok-1"})
+        assert tokenless.status_code == 403 and "x-fak-session" not in tokenless.headers
+        assert "belongs to another session" in tokenless.json()["error"]["message"]
         mine = "m" * 20
         bound = _adjudicate(client, {"trace_id": "tok-2"}, **{"X-Fak-Session": mine})
         assert bound.headers.get("x-fak-session") == mine
@@ -127,10 +131,11 @@ def test_a_dropped_owner_is_never_replaced_over_http() -> None:
         assert "x-fak-session" in _adjudicate(client, {"trace_id": a}).headers
         assert "x-fak-session" in _adjudicate(client, {"trace_id": b}).headers
         again = _adjudicate(client, {"trace_id": a})
-        assert again.status_code == 200 and "x-fak-session" not in again.headers
+        assert again.status_code == 403 and "x-fak-session" not in again.headers
+        assert "no longer remembers" in again.json()["error"]["message"]
         mine = "z" * 20
         again = _adjudicate(client, {"trace_id": a}, **{"X-Fak-Session": mine})
-        assert "x-fak-session" not in again.headers
+        assert again.status_code == 403 and "x-fak-session" not in again.headers
         read = client.get(f"/v1/fak/trace/{a}", headers={"X-Fak-Session": mine})
         assert read.status_code == 403, read.text
         fresh = _adjudicate(client, {})  # an id the gateway mints is always claimable
@@ -142,6 +147,12 @@ def test_a_trace_opened_over_mcp_is_bound() -> None:
     with app() as (client, mcp):
         res = _mcp(client, mcp, {"trace_id": "via-mcp"})
         assert res.is_error is False
+        token = (res.meta or {}).get("fak/session", "")
+        assert TOKEN.fullmatch(token), res.meta  # the client's token, in the result's _meta
+        read = client.get("/v1/fak/trace/via-mcp", headers={"X-Fak-Session": token})
+        assert read.status_code == 200, read.text
+        again = _mcp(client, mcp, {"trace_id": "via-mcp"})  # no token: an error result
+        assert again.is_error is True and "belongs to another session" in again.content[0].text
         r = _adjudicate(client, {"trace_id": "via-mcp"}, **{"X-Fak-Session": "q" * 20})
         assert r.status_code == 403, r.text
         assert client.post("/v1/fak/trace/reset", json={"trace_id": "via-mcp"}).status_code == 403

@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_routes
 
+from .clients import SESSION
 from .kernels import make_state
 from .scripted_upstream import ScriptedUpstream
 
@@ -41,9 +42,12 @@ async def post_turn(
     app: Starlette, wire: str, doc: dict[str, Any], trace: str | None = None
 ) -> httpx.Response:
     """POST the turn ``doc`` to ``wire``'s route of ``app`` in process (``max_tokens``, which
-    Anthropic requires, added when the document has none), as trace ``trace`` if given."""
+    Anthropic requires, added when the document has none), as trace ``trace`` if given,
+    with the test run's session token (:data:`~.clients.SESSION`), as a real client's."""
     if wire == "anthropic":
         doc = {"max_tokens": 8, **doc}
-    headers = {"x-trace-id": trace} if trace is not None else {}
+    headers = {"x-fak-session": SESSION}
+    if trace is not None:
+        headers["x-trace-id"] = trace
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as c:
         return await c.post(TURN_PATHS[wire], json=doc, headers=headers)

@@ -248,16 +248,28 @@ def test_the_session_rules_hold_on_the_proxies(wire: str) -> None:
 @pytest.mark.fak_theorem("D10.3")
 def test_a_dropped_trace_is_never_claimed_afresh_on_the_proxies(wire: str) -> None:
     """D12's orphan rule on the proxies: a client-chosen trace whose owner the table
-    dropped is served, but no new token is minted for it."""
+    dropped is a 403 in the wire's envelope, with or without its old token, no new token
+    is minted for it and nothing goes upstream; the operator key is still served; and a
+    turn without a token (or with another) on an owned trace is a 403 as well."""
     room = ENTRY_OVERHEAD + MAX_TRACE_BYTES
-    state = GatewayState(make_kernel(), sessions=Sessions(max_bytes=room))
-    app = _app(ScriptedUpstream(), state)
+    up = ScriptedUpstream()
+    up.reset(Script(text="hi"))
+    state = GatewayState(make_kernel(), sessions=Sessions(max_bytes=room, operator_key="op-" * 6))
+    app = _app(up, state)
     first, second = "a" * MAX_TRACE_BYTES, "b" * MAX_TRACE_BYTES
-    assert "x-fak-session" in _post(app, wire, _turn(wire), {"x-trace-id": first}).headers
+    opened = _post(app, wire, _turn(wire), {"x-trace-id": first})
+    token = opened.headers["x-fak-session"]
+    taken = _post(app, wire, _turn(wire), {"x-trace-id": first})  # no token: not its session
+    assert "belongs to another session" in _error(wire, taken, 403)
     assert "x-fak-session" in _post(app, wire, _turn(wire), {"x-trace-id": second}).headers
-    back = _post(app, wire, _turn(wire), {"x-trace-id": first})  # its owner was dropped
-    assert back.status_code == 200 and back.headers["x-trace-id"] == first
-    assert "x-fak-session" not in back.headers
+    sent = len(up.requests)
+    for headers in ({}, {"x-fak-session": token}):  # its owner was dropped
+        back = _post(app, wire, _turn(wire), {"x-trace-id": first, **headers})
+        assert "no longer remembers" in _error(wire, back, 403)
+        assert back.headers["x-trace-id"] == first and "x-fak-session" not in back.headers
+    assert len(up.requests) == sent, "a refused turn went upstream"
+    op = _post(app, wire, _turn(wire), {"x-trace-id": first, "x-fak-operator-key": "op-" * 6})
+    assert op.status_code == 200 and "x-fak-session" not in op.headers, op.text
 
 
 @pytest.mark.parametrize("wire", WIRES)

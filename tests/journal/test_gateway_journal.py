@@ -24,6 +24,7 @@ from fak_core.gateway.cli import main as serve_main
 from fak_core.gateway.state import GatewayState
 from fak_core.journal import Journal, read_rows, verify_files
 from pytest_fak.fixtures import serve_app
+from tests.gateway.support import own_session
 from tests.gateway_proxies.kernels import make_kernel
 from tests.gateway_proxies.scripted_upstream import Script, ScriptedUpstream
 from tests.journal.faults import refuse_inserts
@@ -125,7 +126,7 @@ def test_a_failed_journal_refuses_on_every_surface(
     served: tuple[str, GatewayState, ScriptedUpstream], journal_path: Path
 ) -> None:
     url, state, _ = served
-    with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
+    with httpx.Client(base_url=url, timeout=TIMEOUT, headers=own_session()) as c:
         # Healthy: the same requests are allowed and carry their tool calls.
         ok = _native(c, "before")
         assert ok["adjudicate"]["verdict"]["kind"] == "ALLOW"

@@ -459,6 +459,70 @@ def reset_without_owner() -> Any:
     return mock.patch.object(Sessions, "permits", permits)
 
 
+@contextlib.contextmanager
+def _both_tables(*edits: tuple[str, str], redis: tuple[str, str] | None = None) -> Iterator[None]:
+    """``edits`` applied to :meth:`Sessions.claim` and ``redis`` (if given) to
+    :meth:`RedisSessions.claim`, together."""
+    from fak_core.gateway.redis_sessions import RedisSessions
+    from fak_core.gateway.sessions import Sessions
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(edited(Sessions.claim, *edits))
+        if redis is not None:
+            stack.enter_context(edited(RedisSessions.claim, redis))
+        yield
+
+
+@mutant("D12/tokenless-widens")
+def tokenless_widens() -> Any:
+    """A request without a session token on an owned trace is accepted as that session
+    (the old rule, "it can only raise the mark"): it records trusted context, a proxied
+    turn's user words or an identifiers admit in the victim's session, widening it."""
+    return _both_tables(
+        (
+            "if op or (given is not None and hmac.compare_digest(given, owner)):",
+            "if op or given is None or hmac.compare_digest(given, owner):",
+        ),
+        redis=(
+            "if op or (not minted and hmac.compare_digest(given.hex(), owner_hex)):",
+            "if op or minted or hmac.compare_digest(given.hex(), owner_hex):",
+        ),
+    )
+
+
+@mutant("D12/fixation")
+def fixation() -> Any:
+    """A token-less decision or admission on an owned trace goes on silently (the old
+    README: "one with no token may still decide and admit on it"): a victim that lets the
+    gateway mint its token, on an id an attacker used first, gets no token and no error
+    and acts in the attacker's session, which reads and resets its taint."""
+    from fak_core.gateway import native
+    from fak_core.gateway.sessions import SESSION_HEADER, SessionError
+
+    real = native.claim_session
+
+    def claim_session(state: GatewayState, request: Any, trace: str) -> dict[str, str]:
+        try:
+            return real(state, request, trace)
+        except SessionError:
+            deciding = request.url.path in ("/v1/fak/adjudicate", "/v1/fak/syscall")
+            if request.headers.get(SESSION_HEADER) is None and (
+                deciding or request.url.path == "/v1/fak/admit"
+            ):
+                return {}
+            raise
+
+    return mock.patch.object(native, "claim_session", claim_session)
+
+
+@mutant("D12/orphan-proceeds")
+def orphan_proceeds() -> Any:
+    """A trace whose owner the table dropped is let through without a token or the
+    operator key (the old claim returned None and the request went on): anyone acts in a
+    session whose owner was forgotten."""
+    return _both_tables(("raise SessionError(403, orphaned(trace))", "return None"))
+
+
 # ------------------------------------------------------------------------------- D13
 @mutant("D13/host-check-only-on-mcp")
 def host_check_only_on_mcp() -> Any:

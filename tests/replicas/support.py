@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from fak_core.redis_state import RedisState
+from tests.gateway_proxies.clients import HEADERS as SESSION_HEADERS
 
 MISSING = (
     "redis-server is not installed: the replica tests run a real Redis on a loopback port; "
@@ -166,7 +167,9 @@ class Replica:
             self.log.seek(0)
             raise RuntimeError(f"fak serve {self.replica} did not start: {line}{self.log.read()}")
         self.url = line.split("listening on ", 1)[1].split()[0]
-        self.client = httpx.Client(base_url=self.url, timeout=10)
+        # the test run's user, as the SDK clients of tests.gateway_proxies.clients are: its
+        # session token on every request, so a trace it opened stays its own on every replica
+        self.client = httpx.Client(base_url=self.url, timeout=10, headers=SESSION_HEADERS)
         return self
 
     def post(self, path: str, body: dict[str, Any], **headers: str) -> dict[str, Any]:

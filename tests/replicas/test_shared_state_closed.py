@@ -401,7 +401,7 @@ def test_a_gateway_wired_to_the_shared_state_refuses_while_it_is_down(
 ) -> None:
     """Two gateways on one Redis: the owner table is the shared one (a trace one claimed is
     refused to another token on the other), and while Redis is down a decision is DENY/
-    STATE_DOWN (a reason the kernel knows), a claim is put off and ``/healthz``'s probe
+    STATE_DOWN (a reason the kernel knows), a claim is refused and ``/healthz``'s probe
     reports the failure."""
     policy = Policy(allow=("send_email",))
     gateways = []
@@ -422,7 +422,8 @@ def test_a_gateway_wired_to_the_shared_state_refuses_while_it_is_down(
     verdict = b.adjudicate(call)["verdict"]
     assert (verdict["kind"], verdict["reason"]) == ("DENY", "STATE_DOWN")
     assert b.kernel.reasons.code("STATE_DOWN") is not None
-    assert b.sessions.claim("c44-" + uuid.uuid4().hex, None) is None
+    with pytest.raises(StateUnavailable):  # who owns it is unknown: refused, no token
+        b.sessions.claim("c44-" + uuid.uuid4().hex, None)
     assert b.shared is not None
     assert asyncio.run(_probe_once(b.shared))["ok"] is False
 

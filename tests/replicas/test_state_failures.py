@@ -147,7 +147,8 @@ def test_an_unreachable_redis_refuses_and_service_resumes(own_redis: RedisServer
     own_redis.stop()
     assert _down(state.adjudicate(state.build_call("send_email", EGRESS, _trace()))["verdict"])
     assert _down(state.syscall(state.build_call("get_a", "{}", trace))["verdict"])
-    assert state.sessions.claim(_trace(), None) is None  # put off, not granted
+    with pytest.raises(StateUnavailable):  # refused, not granted
+        state.sessions.claim(_trace(), None)
     own_redis.start()
     resumed = state.adjudicate(state.build_call("send_email", EGRESS, _trace()))
     assert resumed["verdict"]["kind"] == "ALLOW"
