@@ -21,11 +21,17 @@ import pytest
 import redis
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from mcp import Client
+from starlette.testclient import TestClient
 
+from fak_core.gateway.app import create_app
 from fak_core.gateway.redis_sessions import RedisSessions
 from fak_core.gateway.sessions import SessionError
+from fak_core.gateway.state import GatewayState
 from fak_core.redis_state import RedisState
 from fak_core.statedown import StateUnavailable
+from tests.gateway.support import make_kernel
+from tests.gateway.test_parity_property import _mcp_server
 from tests.gateway.test_sessions_model import OPERATOR, TOKENS, operations
 from tests.replicas.support import RedisServer, free_port
 
@@ -67,6 +73,8 @@ def _claim(
             table.claim(trace, token, fresh=fresh, operator=key)
         assert other.value.status == 403 and "belongs to another session" in other.value.message
         assert repr(trace) in other.value.message
+        sent = "without a session token" if token is None else "with another session's token"
+        assert f"this request came {sent}:" in other.value.message
         return 1
     got = table.claim(trace, token, fresh=fresh, operator=key)
     if owner is not None:
@@ -144,3 +152,29 @@ def test_with_redis_unreachable_a_claim_and_a_read_are_refused() -> None:
     assert table.stats()["session_claims_state_down"] == 3
     with pytest.raises(StateUnavailable):
         table.permits("t-down", "token-one-0123456", None)
+
+
+@pytest.mark.fak_theorem("D12")
+def test_with_redis_unreachable_every_route_that_names_a_trace_refuses() -> None:
+    """The native routes answer 503 ``state_unavailable`` naming the trace, and the MCP
+    tools an error result saying the same: unknown ownership is never the owner's."""
+    state = GatewayState(make_kernel())
+    state.sessions = RedisSessions(RedisState(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5))
+    app = create_app(state)
+    with TestClient(app, base_url="http://127.0.0.1") as http:
+        for route, body in (
+            ("/v1/fak/adjudicate", {"tool": "echo"}),
+            ("/v1/fak/admit", {"tool": "echo", "result": "x"}),
+            ("/v1/fak/trace/context", {"text": "mail ops@example.com"}),
+        ):
+            r = http.post(route, json={**body, "trace_id": "t-unknown"})
+            assert r.status_code == 503, (route, r.text)
+            err = r.json()["error"]
+            assert err["code"] == "state_unavailable" and "'t-unknown'" in err["message"], err
+            assert "x-fak-session" not in r.headers
+        portal = http.portal
+        assert portal is not None
+        with portal.wrap_async_context_manager(Client(_mcp_server(app), mode="legacy")) as mcp:
+            res = portal.call(mcp.call_tool, "fak_adjudicate", {"tool": "echo", "trace_id": "t-m"})
+    assert res.is_error is True and "'t-m'" in res.content[0].text, res
+    assert state.sessions.stats()["session_claims_state_down"] == 4

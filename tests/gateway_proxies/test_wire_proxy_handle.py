@@ -274,6 +274,28 @@ def test_a_dropped_trace_is_never_claimed_afresh_on_the_proxies(wire: str) -> No
 
 @pytest.mark.parametrize("wire", WIRES)
 @pytest.mark.fak_theorem("D10.3")
+def test_a_turn_whose_owner_cannot_be_checked_is_a_503_state_unavailable(wire: str) -> None:
+    """With the shared owner table unreachable (a real Redis client, a port nobody serves),
+    a turn on a trace is refused 503 in the wire's envelope (``state_unavailable`` on
+    OpenAI), naming the trace in ``X-Trace-Id``, with no token and nothing upstream."""
+    from fak_core.gateway.redis_sessions import RedisSessions
+    from fak_core.redis_state import RedisState
+    from tests.replicas.support import free_port
+
+    up = ScriptedUpstream()
+    up.reset(Script(text="hi"))
+    state = GatewayState(make_kernel())
+    state.sessions = RedisSessions(RedisState(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5))
+    trace = _trace()
+    r = _post(_app(up, state), wire, _turn(wire), {"x-trace-id": trace})
+    said = _error(wire, r, 503, "state_unavailable")
+    assert repr(trace) in said and "retry" in said, said
+    assert r.headers["x-trace-id"] == trace and "x-fak-session" not in r.headers
+    assert not up.requests
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.fak_theorem("D10.3")
 def test_a_wire_the_upstream_does_not_speak_is_a_501_naming_the_other_route(wire: str) -> None:
     other = "anthropic" if wire == "openai" else "openai"
     up = ScriptedUpstream()
