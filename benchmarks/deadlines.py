@@ -14,6 +14,7 @@ Run: ``python benchmarks/deadlines.py [--requests N] [--time-cap SECONDS]``.
 from __future__ import annotations
 
 import argparse
+import secrets
 
 import httpx
 from gateway import CALL, Figures, _timed  # benchmarks/gateway.py, beside this script
@@ -23,6 +24,9 @@ from fak_core.gateway.app import create_app
 from fak_core.gateway.state import DEFAULT_DECIDE_TIMEOUT, GatewayState
 from pytest_fak.fixtures import serve_app
 
+#: The benchmark's one client: a session token of its own on every request (D12).
+SESSION = {"X-Fak-Session": secrets.token_urlsafe(24)}
+
 
 def bench_decide(state: GatewayState, label: str, n: int, cap_s: float) -> Figures:
     call = state.build_call(CALL["tool"], CALL["arguments"], "bench")
@@ -30,7 +34,10 @@ def bench_decide(state: GatewayState, label: str, n: int, cap_s: float) -> Figur
 
 
 def bench_http(state: GatewayState, label: str, n: int, cap_s: float) -> Figures:
-    with serve_app(create_app(state)) as url, httpx.Client(base_url=url, timeout=10) as client:
+    with (
+        serve_app(create_app(state)) as url,
+        httpx.Client(base_url=url, timeout=10, headers=SESSION) as client,
+    ):
 
         def hop() -> object:
             r = client.post("/v1/fak/adjudicate", json=CALL)

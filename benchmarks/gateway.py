@@ -13,6 +13,7 @@ Run: ``python benchmarks/gateway.py [--requests N] [--time-cap SECONDS]``.
 from __future__ import annotations
 
 import argparse
+import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -24,6 +25,9 @@ from fak_core.gateway.app import create_app
 from fak_core.gateway.state import GatewayState
 from fak_core.kernel import Kernel
 from pytest_fak.fixtures import serve_app
+
+#: The benchmark's one client: a session token of its own on every request (D12).
+SESSION = {"X-Fak-Session": secrets.token_urlsafe(24)}
 
 CALL = {"tool": "get_user_details", "arguments": {"user_id": "u-1"}, "trace_id": "bench"}
 
@@ -77,7 +81,10 @@ def bench_inprocess(state: GatewayState, n: int, cap_s: float) -> Figures:
 
 def bench_http_adjudicate(state: GatewayState, n: int, cap_s: float) -> Figures:
     """POST /v1/fak/adjudicate over loopback with a keep-alive client (one connection)."""
-    with serve_app(create_app(state)) as url, httpx.Client(base_url=url, timeout=10) as client:
+    with (
+        serve_app(create_app(state)) as url,
+        httpx.Client(base_url=url, timeout=10, headers=SESSION) as client,
+    ):
 
         def hop() -> object:
             r = client.post("/v1/fak/adjudicate", json=CALL)

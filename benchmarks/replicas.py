@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -54,6 +55,9 @@ from fak_core import Kernel, Policy, Result, Status, Taint, ToolCall, ToolDecl
 from fak_core.gateway.replicas import shared_kernel_options
 from fak_core.gateway.state import GatewayState
 from fak_core.redis_state import RedisState
+
+#: The benchmark's one client: a session token of its own on every request (D12).
+SESSION = {"X-Fak-Session": secrets.token_urlsafe(24)}
 
 POLICY = Policy(allow=("send_email", "fetch_url"))
 # policy v2: ``mail`` is an egress sink whose ``/to`` must be grounded in the user's words
@@ -338,7 +342,9 @@ async def drive(base: str, seconds: float, concurrency: int) -> tuple[int, int]:
     done = errors = 0
     stop = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=base, timeout=30, limits=limits) as client:
+    async with httpx.AsyncClient(
+        base_url=base, timeout=30, limits=limits, headers=SESSION
+    ) as client:
 
         async def worker(w: int) -> None:
             nonlocal done, errors

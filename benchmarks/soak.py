@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,9 @@ import httpx
 from fak_core import Kernel, ToolCall, default_policy
 from fak_core.journal import Journal, read_rows, verify_files
 from fak_core.ledger import DEFAULT_LEDGER_LIMIT
+
+#: The benchmark's one client: a session token of its own on every request (D12).
+SESSION = {"X-Fak-Session": secrets.token_urlsafe(24)}
 
 LINE = re.compile(r"^fak serve: listening on (http://127\.0\.0\.1:\d+) ")
 MIX = ("allowed", "denied", "malformed", "admit_egress")
@@ -184,7 +188,7 @@ async def _drive(gw: Gateway, seconds: float, concurrency: int, cap: int) -> Loa
             await asyncio.sleep(min(5.0, max(0.1, deadline - time.monotonic())))
             load.rss_samples.append((time.monotonic() - start, gw.rss_kib()))
 
-    async with httpx.AsyncClient(base_url=gw.url, timeout=30, limits=limits) as c:
+    async with httpx.AsyncClient(base_url=gw.url, timeout=30, limits=limits, headers=SESSION) as c:
         for i in range(200):  # warm-up (not counted): imports, JIT-free caches, pools
             await _one(c, MIX[i % len(MIX)], cap + i, Load())
         load.rss_samples.append((0.0, gw.rss_kib()))
