@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server import ServerRequestContext
 from mcp.shared._httpx_utils import create_mcp_http_client
 from starlette.requests import Request
+from starlette.testclient import TestClient
 
 from fak_core.gateway.app import create_app
 from fak_core.gateway.mcp_server import SESSION_META, ConnectionTokens
@@ -226,6 +227,7 @@ def test_the_remembered_connections_are_bounded_oldest_forgotten_first() -> None
             request=request,
         )
 
+    assert ConnectionTokens().limit == 4096  # the documented default
     tokens = ConnectionTokens(limit=2)
     for sid, token in (("s1", "t1"), ("s2", "t2"), ("s1", "t9"), ("s3", "t3")):
         tokens.remember(ctx(sid), token)
@@ -244,3 +246,43 @@ def test_the_remembered_connections_are_bounded_oldest_forgotten_first() -> None
     stdio_tokens.remember(bare, "t6")
     stdio_tokens.remember(bare, "t7")
     assert stdio_tokens.get(bare) == "t6"
+
+
+@pytest.mark.fak_theorem("D12")
+def test_an_id_minted_for_the_request_is_bound_even_on_a_dropped_ones_bit() -> None:
+    """A trace the gateway minted for the request is new by construction: bound (HTTP and
+    MCP) even when it is a dropped trace's id (so on its orphan bit), while the same id
+    named by a client is refused. The minting is pinned to that id to meet the bit."""
+    from unittest import mock
+
+    from mcp import Client as MemoryClient
+
+    from fak_core.gateway import state as state_module
+    from tests.gateway.test_parity_property import _mcp_server
+
+    state = GatewayState(make_kernel(), sessions=Sessions(ENTRY_OVERHEAD + 128))
+    app = create_app(state)
+
+    def drop(trace: str) -> None:  # bind it, then bind another: the table drops it
+        for t in (trace, "other-" + trace):
+            state.sessions.claim(t, None)
+        with pytest.raises(SessionError):
+            state.sessions.claim(trace, None)
+
+    with TestClient(app, base_url="http://127.0.0.1") as http:
+        portal = http.portal
+        assert portal is not None
+        drop("dropped-h")
+        named = http.post("/v1/fak/adjudicate", json={"tool": "echo", "trace_id": "dropped-h"})
+        assert named.status_code == 403, named.text
+        with mock.patch.object(state_module, "new_trace_id", return_value="dropped-h"):
+            minted = http.post("/v1/fak/adjudicate", json={"tool": "echo"})
+        assert minted.status_code == 200 and "x-fak-session" in minted.headers, minted.text
+        drop("dropped-m")
+        with portal.wrap_async_context_manager(MemoryClient(_mcp_server(app), mode="legacy")) as c:
+            args = {"tool": "echo", "trace_id": "dropped-m"}
+            refused = portal.call(c.call_tool, "fak_adjudicate", args)
+            with mock.patch.object(state_module, "new_trace_id", return_value="dropped-m"):
+                bound = portal.call(c.call_tool, "fak_adjudicate", {"tool": "echo"})
+    assert refused.is_error is True and "no longer remembers" in refused.content[0].text
+    assert bound.is_error is False and len((bound.meta or {})[SESSION_META]) == 32, bound

@@ -302,8 +302,19 @@ def run(steps: list[tuple[str, str, str, str]]) -> None:
         ("attacker", "admit", "minted", "none"),
         ("victim", "mcp-adjudicate", "minted", "none"),
         ("victim", "context", "shared", "own"),
+        ("victim", "mcp-admit", "shared", "own"),
         ("victim", "reset", "shared", "operator"),
         ("attacker", "admit", "shared", "own"),
+    ]
+)
+@example(  # the owner's own identifiers admit grounds its send
+    steps=[
+        ("victim", "admit-ids", "shared", "own"),
+        ("victim", "adjudicate", "shared", "own"),
+        ("victim", "mcp-adjudicate", "shared", "own"),
+        ("victim", "reset", "shared", "own"),
+        ("victim", "admit", "shared", "own"),
+        ("victim", "adjudicate", "shared", "own"),
     ]
 )
 def test_only_the_owner_or_the_operator_acts_in_a_session(

@@ -202,6 +202,16 @@ def run(ops: list[tuple[Any, ...]], room: int, operator: str | None) -> None:
     room=2,
     operator=OPERATOR,
 )
+@example(  # a trace whose id is not valid UTF-8 (a lone surrogate) is dropped like any
+    ops=[
+        ("claim", "lone-\ud800", "t" * 256, False),
+        ("claim", "x" * 40, None, False),
+        ("claim", "a", None, False),
+        ("claim", "lone-\ud800", "t" * 256, False),
+    ],
+    room=1,
+    operator=None,
+)
 def test_the_owner_table_follows_the_model(
     ops: list[tuple[Any, ...]], room: int, operator: str | None
 ) -> None:
