@@ -25,6 +25,19 @@ results: exactly the tools it names ``trusted_local``, by their exposed name; no
 built in, so a downstream ``read_file`` is as untrusted as any tool. Error answers and
 ``isError`` results are never trusted.)
 
+Listed metadata that passes the screen is still untrusted text the client's model reads:
+unless the operator pinned it (:mod:`fak_core.gateway.mcp_pins`: a SHA-256 per tool of
+its listed metadata), it is admitted in the listing session as a TAINTED result would be
+(one admission per server, the call named ``<server>/tools/list``), so the session's
+taint rises before the client sees the listing; a call to an unpinned tool admits its
+metadata in the calling session first (a model that calls a tool by name has seen its
+metadata, in this session or elsewhere). On a pinned server a tool whose digest changed,
+or one the pins do not name, is hidden like a poisoned tool and a call to it is refused,
+naming the server, the tool and both digests (a rug-pull guard); pinned metadata that
+matches is listed without raising any taint. Every listing re-reads the servers; the
+proxy does not relay ``notifications/tools/list_changed`` (it does not advertise
+``listChanged``), so a client sees a change at its next listing, judged afresh.
+
 One client connection is one session, and one session is one trace (``mcp-<id>-<n>``),
 so taint never crosses connections. Every decision is a kernel event: pass a journal (any
 kernel subscriber) and it sees them all.
@@ -62,6 +75,7 @@ from fak_core.gateway.mcp_downstream import (
     DownstreamSpec,
     error_class,
 )
+from fak_core.gateway.mcp_pins import Pins, pin_status, tool_digest
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
 from fak_core.kernel import Kernel
@@ -69,12 +83,14 @@ from fak_core.policy import Policy
 from fak_core.provenance import Source
 from fak_core.reasons import Disposition, Reason
 from fak_core.schemas import InvalidSchemaError
+from fak_core.statedown import StateUnavailable
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind
 
 __all__ = [
     "MAX_TOOL_METADATA_BYTES",
     "PREFIX_SEPARATOR",
+    "LISTING_SUFFIX",
     "WITNESS_META_KEY",
     "McpProxy",
     "ProxySession",
@@ -87,6 +103,9 @@ __all__ = [
 PREFIX_SEPARATOR = "__"
 #: A tool whose serialized metadata is longer than this is hidden (the screen stays bounded).
 MAX_TOOL_METADATA_BYTES = 256 * 1024
+#: The admission of a server's unpinned listed metadata is a call named ``<server>`` + this
+#: (``/`` is in no valid MCP tool name, so it names no downstream tool).
+LISTING_SUFFIX = "/tools/list"
 #: The ``_meta`` key of a ``tools/call`` request that carries a witness for the kernel.
 WITNESS_META_KEY = "fak/witness"
 #: The ``_meta`` key under which the proxy reports its verdict on every result.
@@ -102,6 +121,17 @@ class RoutedTool:
     server: Downstream
     downstream_name: str
     tool: types.Tool
+    #: whether the operator pinned exactly this metadata (else it is untrusted text)
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class HiddenTool:
+    """A listed tool the proxy hides: its server, why, and what to do instead."""
+
+    server: Downstream
+    why: str
+    advice: str
 
 
 @dataclass(frozen=True)
@@ -160,6 +190,12 @@ _HIDDEN_ADVICE = (
     "The server's description of this tool failed the proxy's screen, so the tool is hidden "
     "and cannot be called. Use another tool, or ask the operator to check the server."
 )
+_PIN_ADVICE = (
+    "The operator pinned this server's tool descriptions, and this tool's does not match its "
+    "pin, so the tool is hidden and cannot be called. Do not retry; ask the operator to "
+    "review the server's change and re-pin it."
+)
+_UNADMITTED = "the tool's metadata could not be admitted in this session"
 
 
 def _jsonable(value: Any) -> Any:
@@ -240,6 +276,7 @@ class McpProxy:
         trust_sources: bool = False,
         errlog: TextIO | None = None,
         name: str = "fak-mcp-proxy",
+        pins: Pins | None = None,
     ) -> None:
         specs = list(servers)
         if not specs:
@@ -247,6 +284,14 @@ class McpProxy:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"downstream server names must be unique, got {names}")
+        #: server -> tool -> digest: the metadata the operator vouched for (none: untrusted)
+        self.pins: dict[str, dict[str, str]] = {s: dict(t) for s, t in (pins or {}).items()}
+        stray = sorted(set(self.pins) - set(names))
+        if stray:
+            raise ValueError(
+                f"pins name server {stray[0]!r}, which is not a downstream server of this "
+                f"proxy ({', '.join(names)}); pin only the servers it fronts"
+            )
         self.kernel = kernel
         # With a decision journal (attached to the kernel) no call is forwarded before its
         # decision is committed: the proxy waits for durability first.
@@ -259,8 +304,8 @@ class McpProxy:
         if self.prefix:
             # the floor reads allow_prefix against each tool's own name, never the server's
             kernel.floor.scope_names(PREFIX_SEPARATOR)
-        #: Tools the last listing hid: exposed name -> (server, why). Calls are refused.
-        self.hidden: dict[str, tuple[Downstream, str]] = {}
+        #: Tools the last listing hid: exposed name -> server and why. Calls are refused.
+        self.hidden: dict[str, HiddenTool] = {}
         #: How many tools listings have hidden so far (one per tool per listing).
         self.tools_hidden = 0
         self.downstreams = [Downstream(s, call_timeout=call_timeout, errlog=errlog) for s in specs]
@@ -328,24 +373,29 @@ class McpProxy:
         """
         async with self._list_lock:
             routes: dict[str, RoutedTool] = {}
-            hidden: dict[str, tuple[Downstream, str]] = {}
+            hidden: dict[str, HiddenTool] = {}
             for d in self.downstreams:
                 try:
                     listed = await d.list_tools()
                 except DownstreamError as exc:
                     self._log(str(exc))
                     routes.update({n: r for n, r in self._tools.items() if r.server is d})
-                    hidden.update({n: h for n, h in self.hidden.items() if h[0] is d})
+                    hidden.update({n: h for n, h in self.hidden.items() if h.server is d})
                     continue
                 for tool in listed:
                     name = self.exposed_name(d, tool.name)
                     if name in hidden:
                         continue
                     why = self.screen_tool(name, tool)
+                    advice = _HIDDEN_ADVICE
+                    pinned = False
+                    if why is None:
+                        why, pinned = self.pin_check(d.name, tool)
+                        advice = _PIN_ADVICE
                     if why is not None:
                         # one poisoned listing of a name hides the name, whatever else
                         routes.pop(name, None)
-                        hidden[name] = (d, why)
+                        hidden[name] = HiddenTool(d, why, advice)
                         self.tools_hidden += 1
                         self._log(f"tool {name[:200]!r} of server {d.name!r} hidden: {why}")
                         continue
@@ -358,7 +408,7 @@ class McpProxy:
                         except InvalidSchemaError as exc:
                             self._log(f"tool {name!r} hidden: its inputSchema is invalid: {exc}")
                             continue
-                    routes[name] = RoutedTool(name, d, tool.name, tool)
+                    routes[name] = RoutedTool(name, d, tool.name, tool, pinned)
             self._tools = routes
             self.hidden = hidden
             return list(routes.values())
@@ -374,11 +424,7 @@ class McpProxy:
         metadata = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
         if len(orjson.dumps(metadata)) > MAX_TOOL_METADATA_BYTES:
             return f"its metadata is over {MAX_TOOL_METADATA_BYTES} bytes"
-        text = joined_text(
-            _strings(metadata),
-            self.kernel.screen.has_secret,
-            [json_strings(metadata, keys=False)],
-        )
+        text = self._metadata_text(tool)
         v = self.kernel.screen_text(
             ToolCall(name, "{}", "mcp-tools-list"), Result(Status.OK, text, taint=Taint.TAINTED)
         )
@@ -387,21 +433,101 @@ class McpProxy:
         reason = self.kernel.reasons.name(v.reason) if v.reason else "UNSCREENED"
         return f"its metadata failed the result screen ({reason})"
 
+    async def current_pins(self) -> dict[str, dict[str, str]]:
+        """The pins of what every downstream server lists now (``--print-pins``): a digest
+        per tool that passes the screen (a tool the screen would hide is not pinned, and
+        logged); a server that cannot be listed raises :class:`DownstreamError`."""
+        pins: dict[str, dict[str, str]] = {}
+        for d in self.downstreams:
+            table = pins.setdefault(d.name, {})
+            for tool in await d.list_tools():
+                why = self.screen_tool(self.exposed_name(d, tool.name), tool)
+                if why is not None:
+                    self._log(f"tool {tool.name[:200]!r} of server {d.name!r} not pinned: {why}")
+                    continue
+                table[tool.name] = tool_digest(tool)
+        return pins
+
+    def pin_check(self, server: str, tool: types.Tool) -> tuple[str | None, bool]:
+        """Why a screened tool must be hidden by the pins (or None), and whether its
+        metadata is pinned (trusted): a server without pins lists untrusted metadata; on a
+        pinned server only a tool whose digest matches its pin is listed."""
+        status, digest = pin_status(self.pins, server, tool)
+        if status == "unpinned":
+            return None, False
+        if status == "pinned":
+            return None, True
+        if status == "changed":
+            return (
+                f"its metadata changed since it was pinned (pinned "
+                f"{self.pins[server][tool.name]}, listed {digest})",
+                False,
+            )
+        return f"it is not pinned (listed {digest}) and the server's tools are pinned", False
+
     def visible(self, name: str) -> bool:
         # the floor's own reading of names, so the listing and the decision never disagree
         return tool_visible(self.kernel.policy, name, self.kernel.floor.separator)
 
-    async def list_tools(self) -> list[types.Tool]:
-        """The tools the client may see: listed downstream, renamed, allowed by name."""
-        routed = await self.refresh_tools()
-        return [r.tool.model_copy(update={"name": r.name}) for r in routed if self.visible(r.name)]
+    async def list_tools(self, session: ProxySession | None = None) -> list[types.Tool]:
+        """The tools the client may see: listed downstream, renamed, allowed by name.
+
+        With a ``session`` (the client whose model will read the listing), the unpinned
+        metadata among them is admitted in that session first (:meth:`mark_seen`); what
+        could not be admitted (held by the screen read across the server's tools, or not
+        recorded) is left out. Without one (an operator's own listing), nothing is marked.
+        """
+        routed = [r for r in await self.refresh_tools() if self.visible(r.name)]
+        if session is not None:
+            with self.state.request_scope():
+                withheld = await anyio.to_thread.run_sync(self.mark_seen, session, routed)
+                if len(withheld) < len(routed):
+                    try:
+                        await self.state.durable()
+                    except JournalError as exc:
+                        self._log(f"tools/list: unpinned metadata withheld: {exc}")
+                        withheld |= {r.name for r in routed if not r.pinned}
+            routed = [r for r in routed if r.name not in withheld]
+        return [r.tool.model_copy(update={"name": r.name}) for r in routed]
+
+    def mark_seen(self, session: ProxySession, routed: Iterable[RoutedTool]) -> set[str]:
+        """Admit the unpinned metadata of ``routed`` in ``session``, one admission per
+        server (the call ``<server>/tools/list``: TAINTED, screened, recorded and
+        journaled like any result); the names whose admission did not pass (denied,
+        quarantined) are returned, to be withheld from the client."""
+        by_server: dict[str, list[RoutedTool]] = {}
+        for r in routed:
+            if not r.pinned:
+                by_server.setdefault(r.server.name, []).append(r)
+        withheld: set[str] = set()
+        for server, tools in by_server.items():
+            texts = [self._metadata_text(r.tool.model_copy(update={"name": r.name})) for r in tools]
+            call = ToolCall(server + LISTING_SUFFIX, "{}", session.trace_id)
+            admitted = self.state.admit(call, "\n".join(texts))
+            how = admitted["result"]["meta"].get("admit", "admitted")
+            if how in ("denied", "quarantined"):
+                withheld.update(r.name for r in tools)
+                self._log(
+                    f"tools/list: {len(tools)} unpinned tools of server {server!r} "
+                    f"withheld from {session.trace_id!r}: their metadata was {how}"
+                )
+        return withheld
+
+    def _metadata_text(self, tool: types.Tool) -> str:
+        """Every string of a tool's listed metadata (keys included) as the screen reads it."""
+        metadata = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return joined_text(
+            _strings(metadata),
+            self.kernel.screen.has_secret,
+            [json_strings(metadata, keys=False)],
+        )
 
     async def _on_list_tools(
         self,
         ctx: ServerRequestContext[ProxySession],
         params: types.PaginatedRequestParams | None,
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await self.list_tools())
+        return types.ListToolsResult(tools=await self.list_tools(ctx.lifespan_context))
 
     # ------------------------------------------------------------------ tools/call
     async def _route(self, name: str) -> RoutedTool | None:
@@ -476,9 +602,17 @@ class McpProxy:
             poisoned = Verdict.deny(
                 Reason.TRUST_VIOLATION,
                 _BY,
-                claim=f"server {hidden[0].name!r} lists this tool, but {hidden[1]}",
+                claim=f"server {hidden.server.name!r} lists this tool, but {hidden.why}",
             )
-            return self._refusal(call, poisoned, call.tool, _HIDDEN_ADVICE)
+            return self._refusal(call, poisoned, call.tool, hidden.advice)
+        # the model calling a tool by name has read its (untrusted) metadata
+        if route is not None and not route.pinned and not self._tainted(session):
+            withheld = await anyio.to_thread.run_sync(self.mark_seen, session, [route])
+        else:
+            withheld = set()
+        if withheld:
+            unadmitted = Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=_UNADMITTED)
+            return self._refusal(call, unadmitted, call.tool)
         call, verdict, runnable = await anyio.to_thread.run_sync(self.state.authorize, call)
         if not runnable:
             return self._refusal(call, verdict, call.tool)
@@ -521,6 +655,13 @@ class McpProxy:
         # not instant, so it runs on a worker thread (the journal scope goes along) and the
         # proxy keeps answering its other requests meanwhile.
         return await anyio.to_thread.run_sync(self._admit, call, verdict, answer)
+
+    def _tainted(self, session: ProxySession) -> bool:
+        """Whether the session is already at least TAINTED (a store that cannot say: no)."""
+        try:
+            return self.kernel.taint(session.trace_id) >= Taint.TAINTED
+        except StateUnavailable:
+            return False
 
     def _admit_error(
         self, call: ToolCall, verdict: Verdict, exc: DownstreamError, error: types.ErrorData
