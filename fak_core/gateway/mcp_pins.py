@@ -107,4 +107,3 @@ def load_pins(path: str | Path) -> dict[str, dict[str, str]]:
         return parse_pins(doc)
     except ServerConfigError as exc:
         raise ServerConfigError(f"{p}: {exc}") from None
-
