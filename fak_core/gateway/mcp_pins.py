@@ -37,6 +37,7 @@ __all__ = [
     "load_pins",
     "parse_pins",
     "pin_status",
+    "pins_for",
     "tool_digest",
 ]
 
@@ -64,6 +65,18 @@ def pin_status(pins: Pins, server: str, tool: types.Tool) -> tuple[PinStatus, st
     if pinned is None:
         return "unknown", digest
     return ("pinned" if pinned == digest else "changed"), digest
+
+
+def pins_for(pins: Pins, servers: list[str]) -> dict[str, dict[str, str]]:
+    """A copy of ``pins`` for a proxy of ``servers``; a ``ValueError`` naming a pinned
+    server the proxy does not front (a typo would otherwise leave the real one unpinned)."""
+    stray = sorted(set(pins) - set(servers))
+    if stray:
+        raise ValueError(
+            f"pins name server {stray[0]!r}, which is not a downstream server of this proxy "
+            f"({', '.join(servers)}); pin only the servers it fronts"
+        )
+    return {server: dict(tools) for server, tools in pins.items()}
 
 
 def parse_pins(doc: Any) -> dict[str, dict[str, str]]:

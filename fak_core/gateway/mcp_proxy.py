@@ -75,7 +75,7 @@ from fak_core.gateway.mcp_downstream import (
     DownstreamSpec,
     error_class,
 )
-from fak_core.gateway.mcp_pins import Pins, pin_status, tool_digest
+from fak_core.gateway.mcp_pins import Pins, pin_status, pins_for, tool_digest
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
 from fak_core.kernel import Kernel
@@ -83,7 +83,6 @@ from fak_core.policy import Policy
 from fak_core.provenance import Source
 from fak_core.reasons import Disposition, Reason
 from fak_core.schemas import InvalidSchemaError
-from fak_core.statedown import StateUnavailable
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind
 
@@ -285,13 +284,7 @@ class McpProxy:
         if len(set(names)) != len(names):
             raise ValueError(f"downstream server names must be unique, got {names}")
         #: server -> tool -> digest: the metadata the operator vouched for (none: untrusted)
-        self.pins: dict[str, dict[str, str]] = {s: dict(t) for s, t in (pins or {}).items()}
-        stray = sorted(set(self.pins) - set(names))
-        if stray:
-            raise ValueError(
-                f"pins name server {stray[0]!r}, which is not a downstream server of this "
-                f"proxy ({', '.join(names)}); pin only the servers it fronts"
-            )
+        self.pins = pins_for(pins or {}, names)
         self.kernel = kernel
         # With a decision journal (attached to the kernel) no call is forwarded before its
         # decision is committed: the proxy waits for durability first.
@@ -386,18 +379,13 @@ class McpProxy:
                     name = self.exposed_name(d, tool.name)
                     if name in hidden:
                         continue
-                    why = self.screen_tool(name, tool)
-                    advice = _HIDDEN_ADVICE
-                    pinned = False
-                    if why is None:
-                        why, pinned = self.pin_check(d.name, tool)
-                        advice = _PIN_ADVICE
-                    if why is not None:
+                    hides, pinned = self.judge_tool(d, name, tool)
+                    if hides is not None:
                         # one poisoned listing of a name hides the name, whatever else
                         routes.pop(name, None)
-                        hidden[name] = HiddenTool(d, why, advice)
+                        hidden[name] = hides
                         self.tools_hidden += 1
-                        self._log(f"tool {name[:200]!r} of server {d.name!r} hidden: {why}")
+                        self._log(f"tool {name[:200]!r} of server {d.name!r} hidden: {hides.why}")
                         continue
                     if name in routes:
                         self._log(f"tool {name!r} is listed twice; the first one is kept")
@@ -443,10 +431,24 @@ class McpProxy:
             for tool in await d.list_tools():
                 why = self.screen_tool(self.exposed_name(d, tool.name), tool)
                 if why is not None:
-                    self._log(f"tool {tool.name[:200]!r} of server {d.name!r} not pinned: {why}")
+                    self._not_pinned(d, tool, why)
                     continue
                 table[tool.name] = tool_digest(tool)
         return pins
+
+    def _not_pinned(self, d: Downstream, tool: types.Tool, why: str) -> None:
+        self._log(f"tool {tool.name[:200]!r} of server {d.name!r} not pinned: {why}")
+
+    def judge_tool(
+        self, d: Downstream, name: str, tool: types.Tool
+    ) -> tuple[HiddenTool | None, bool]:
+        """Whether a listed tool is hidden (the screen first, then the pins) and whether its
+        metadata is pinned."""
+        why = self.screen_tool(name, tool)
+        if why is not None:
+            return HiddenTool(d, why, _HIDDEN_ADVICE), False
+        why, pinned = self.pin_check(d.name, tool)
+        return (HiddenTool(d, why, _PIN_ADVICE) if why is not None else None), pinned
 
     def pin_check(self, server: str, tool: types.Tool) -> tuple[str | None, bool]:
         """Why a screened tool must be hidden by the pins (or None), and whether its
@@ -469,32 +471,30 @@ class McpProxy:
         # the floor's own reading of names, so the listing and the decision never disagree
         return tool_visible(self.kernel.policy, name, self.kernel.floor.separator)
 
-    async def list_tools(self, session: ProxySession | None = None) -> list[types.Tool]:
-        """The tools the client may see: listed downstream, renamed, allowed by name.
-
-        With a ``session`` (the client whose model will read the listing), the unpinned
-        metadata among them is admitted in that session first (:meth:`mark_seen`); what
-        could not be admitted (held by the screen read across the server's tools, or not
-        recorded) is left out. Without one (an operator's own listing), nothing is marked.
-        """
+    async def list_tools(self, session: ProxySession) -> list[types.Tool]:
+        """The tools ``session``'s client may see: listed downstream, renamed, allowed by
+        name, and (when unpinned) admitted in the session first (:meth:`admit_listing`)."""
         routed = [r for r in await self.refresh_tools() if self.visible(r.name)]
-        if session is not None:
-            with self.state.request_scope():
-                withheld = await anyio.to_thread.run_sync(self.mark_seen, session, routed)
-                if len(withheld) < len(routed):
-                    try:
-                        await self.state.durable()
-                    except JournalError as exc:
-                        self._log(f"tools/list: unpinned metadata withheld: {exc}")
-                        withheld |= {r.name for r in routed if not r.pinned}
-            routed = [r for r in routed if r.name not in withheld]
-        return [r.tool.model_copy(update={"name": r.name}) for r in routed]
+        shown = await self.admit_listing(session, routed)
+        return [r.tool.model_copy(update={"name": r.name}) for r in shown]
+
+    async def admit_listing(
+        self, session: ProxySession, routed: list[RoutedTool]
+    ) -> list[RoutedTool]:
+        """What of ``routed`` the session's client may be shown: the unpinned metadata is
+        admitted in the session first (:meth:`mark_seen`, off the event loop, in one
+        journal request scope); a server's unpinned tools whose admission was held (a
+        poison read across its tools) or not recorded are left out."""
+        with self.state.request_scope():
+            withheld = await anyio.to_thread.run_sync(self.mark_seen, session, routed)
+        return [r for r in routed if r.name not in withheld]
 
     def mark_seen(self, session: ProxySession, routed: Iterable[RoutedTool]) -> set[str]:
         """Admit the unpinned metadata of ``routed`` in ``session``, one admission per
         server (the call ``<server>/tools/list``: TAINTED, screened, recorded and
-        journaled like any result); the names whose admission did not pass (denied,
-        quarantined) are returned, to be withheld from the client."""
+        journaled like any result), the tools' texts one a line; the names whose
+        admission did not pass (only an admission kept as it is, or paged out, passes)
+        are returned, to be withheld from the client."""
         by_server: dict[str, list[RoutedTool]] = {}
         for r in routed:
             if not r.pinned:
@@ -505,13 +505,16 @@ class McpProxy:
             call = ToolCall(server + LISTING_SUFFIX, "{}", session.trace_id)
             admitted = self.state.admit(call, "\n".join(texts))
             how = admitted["result"]["meta"].get("admit", "admitted")
-            if how in ("denied", "quarantined"):
+            if how not in ("admitted", "transformed"):
                 withheld.update(r.name for r in tools)
-                self._log(
-                    f"tools/list: {len(tools)} unpinned tools of server {server!r} "
-                    f"withheld from {session.trace_id!r}: their metadata was {how}"
-                )
+                self._withheld(server, len(tools), session, how)
         return withheld
+
+    def _withheld(self, server: str, n: int, session: ProxySession, how: str) -> None:
+        self._log(
+            f"tools/list: {n} unpinned tools of server {server!r} withheld from "
+            f"{session.trace_id!r}: their metadata was {how}"
+        )
 
     def _metadata_text(self, tool: types.Tool) -> str:
         """Every string of a tool's listed metadata (keys included) as the screen reads it."""
@@ -605,14 +608,9 @@ class McpProxy:
                 claim=f"server {hidden.server.name!r} lists this tool, but {hidden.why}",
             )
             return self._refusal(call, poisoned, call.tool, hidden.advice)
-        # the model calling a tool by name has read its (untrusted) metadata
-        if route is not None and not route.pinned and not self._tainted(session):
-            withheld = await anyio.to_thread.run_sync(self.mark_seen, session, [route])
-        else:
-            withheld = set()
-        if withheld:
-            unadmitted = Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=_UNADMITTED)
-            return self._refusal(call, unadmitted, call.tool)
+        unseen = await self.admit_callers_view(call, route, session)
+        if unseen is not None:
+            return unseen
         call, verdict, runnable = await anyio.to_thread.run_sync(self.state.authorize, call)
         if not runnable:
             return self._refusal(call, verdict, call.tool)
@@ -656,12 +654,18 @@ class McpProxy:
         # proxy keeps answering its other requests meanwhile.
         return await anyio.to_thread.run_sync(self._admit, call, verdict, answer)
 
-    def _tainted(self, session: ProxySession) -> bool:
-        """Whether the session is already at least TAINTED (a store that cannot say: no)."""
-        try:
-            return self.kernel.taint(session.trace_id) >= Taint.TAINTED
-        except StateUnavailable:
-            return False
+    async def admit_callers_view(
+        self, call: ToolCall, route: RoutedTool | None, session: ProxySession
+    ) -> types.CallToolResult | None:
+        """A model that calls a tool by name has read its metadata (listed here, or in
+        another session): an unpinned tool's metadata is admitted in the calling session
+        before the call is decided; a refusal if it could not be (held, or not recorded)."""
+        if route is None or route.pinned:
+            return None
+        if not await anyio.to_thread.run_sync(self.mark_seen, session, [route]):
+            return None
+        unadmitted = Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=_UNADMITTED)
+        return self._refusal(call, unadmitted, call.tool)
 
     def _admit_error(
         self, call: ToolCall, verdict: Verdict, exc: DownstreamError, error: types.ErrorData
