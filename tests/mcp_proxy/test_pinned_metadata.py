@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fak_core import Event, EventKind, Policy, Reason, Result, Taint, ToolCall, Verdict
-from fak_core.gateway.mcp_proxy import LISTING_SUFFIX
+from fak_core import Event, EventKind, Kernel, Policy, Reason, Result, Taint, ToolCall, Verdict
+from fak_core.gateway.mcp_downstream import DownstreamSpec, ServerConfigError
+from fak_core.gateway.mcp_pins import load_pins, parse_pins
+from fak_core.gateway.mcp_proxy import LISTING_SUFFIX, McpProxy
 
 from .conftest import session
 from .test_untrusted_downstream import (
@@ -342,3 +346,49 @@ def test_unpinned_metadata_taints_and_pins_refuse_change(tmp_path: Path) -> None
         check_pins(live)
 
     run_live(tmp_path, check, trust_sources=True)
+
+
+@pytest.mark.fak_theorem("D11.3")
+def test_pins_name_only_servers_the_proxy_fronts() -> None:
+    spec = DownstreamSpec("files", command=sys.executable)
+    digest_a = "sha256:" + "a" * 64
+    with pytest.raises(ValueError, match="pins name server") as info:
+        McpProxy(Kernel(), [spec], pins={"file": {"read": digest_a}})
+    assert str(info.value) == (
+        "pins name server 'file', which is not a downstream server of this proxy (files); "
+        "pin only the servers it fronts"
+    )
+    other = DownstreamSpec("web", command=sys.executable)
+    pins = {"files": {"read": digest_a}}
+    proxy = McpProxy(Kernel(), [spec, other], pins=pins)
+    assert (
+        proxy.pins == pins and proxy.pins is not pins and proxy.pins["files"] is not pins["files"]
+    )
+    assert McpProxy(Kernel(), [spec]).pins == {}  # no pins: every server's metadata untrusted
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"servers": {}}, "one key, 'pins'"),
+        ({"pins": []}, "table of server"),
+        ({"pins": {"a": ["x"]}}, "pins of server 'a'"),
+        ({"pins": {"a": {"t": "sha256:" + "A" * 64}}}, "64 lowercase hex"),
+        ({"pins": {"a": {"t": 7}}}, "tool 't' on server 'a'"),
+    ],
+)
+def test_bad_pins_documents_are_refused_with_the_fix(doc: Any, message: str) -> None:
+    with pytest.raises(ServerConfigError, match=re.escape(message)):
+        parse_pins(doc)
+
+
+def test_pins_files_json_and_toml(tmp_path: Path) -> None:
+    d = "sha256:" + "0123456789abcdef" * 4
+    (tmp_path / "p.json").write_text(json.dumps({"pins": {"a": {"t": d}}}))
+    (tmp_path / "p.toml").write_text(f'[pins.a]\nt = "{d}"\n')
+    assert load_pins(tmp_path / "p.json") == load_pins(tmp_path / "p.toml") == {"a": {"t": d}}
+    (tmp_path / "bad.json").write_text("{nope")
+    with pytest.raises(ServerConfigError, match="not valid json"):
+        load_pins(tmp_path / "bad.json")
+    with pytest.raises(ServerConfigError, match="cannot read pins file"):
+        load_pins(tmp_path / "missing.json")
