@@ -249,6 +249,15 @@ def _held_listing(call: ToolCall, result: Result) -> Verdict:
 
 LEAD = "server 'scripted' lists this tool, but "
 UNADMITTED = "the tool's metadata could not be admitted in this session"
+PIN_ADVICE = (
+    "The operator pinned this server's tool descriptions, and this tool's does not match its "
+    "pin, so the tool is hidden and cannot be called. Do not retry; ask the operator to "
+    "review the server's change and re-pin it."
+)
+SCREEN_ADVICE = (
+    "The server's description of this tool failed the proxy's screen, so the tool is hidden "
+    "and cannot be called. Use another tool, or ask the operator to check the server."
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -321,6 +330,8 @@ def check_pins(live: Live, case: dict[str, Any]) -> None:
     if target is None:
         return
     claim = body(out["target"])["verdict"]["detail"]["claim"]
+    instead = PIN_ADVICE if scenario in ("changed", "unknown") else SCREEN_ADVICE
+    assert body(out["target"])["instead"] == instead
     if scenario == "changed":
         old = pins["scripted"][target["name"]]
         why_hidden = (
@@ -351,14 +362,14 @@ def test_unpinned_metadata_taints_and_pins_refuse_change(tmp_path: Path) -> None
 @pytest.mark.fak_theorem("D11.3")
 def test_pins_name_only_servers_the_proxy_fronts() -> None:
     spec = DownstreamSpec("files", command=sys.executable)
+    other = DownstreamSpec("web", command=sys.executable)
     digest_a = "sha256:" + "a" * 64
     with pytest.raises(ValueError, match="pins name server") as info:
-        McpProxy(Kernel(), [spec], pins={"file": {"read": digest_a}})
+        McpProxy(Kernel(), [spec, other], pins={"file": {"read": digest_a}, "z": {}})
     assert str(info.value) == (
-        "pins name server 'file', which is not a downstream server of this proxy (files); "
-        "pin only the servers it fronts"
+        "pins name server 'file', which is not a downstream server of this proxy (files, "
+        "web); pin only the servers it fronts"
     )
-    other = DownstreamSpec("web", command=sys.executable)
     pins = {"files": {"read": digest_a}}
     proxy = McpProxy(Kernel(), [spec, other], pins=pins)
     assert (
