@@ -19,6 +19,7 @@ must agree with them.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 import sys
@@ -28,7 +29,7 @@ from typing import Any
 import anyio.from_thread
 import mcp_types as types
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from fak_core import Event, EventKind, Kernel, Policy, Reason, Result, Taint, ToolCall, Verdict
@@ -260,16 +261,34 @@ SCREEN_ADVICE = (
 )
 
 
+def log_of(live: Live) -> str:
+    assert isinstance(live.proxy.errlog, io.StringIO)
+    return live.proxy.errlog.getvalue()
+
+
+LONG_LISTED = [{"name": "x_long", "description": LONG, "inputSchema": {"type": "object"}}]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
+# an unpinned listing long enough to be paged out is still listed (a page-out passes)
+@example(case={"scenario": "unpinned-list", "pinned": LONG_LISTED, "listed": LONG_LISTED})
 def check_pins(live: Live, case: dict[str, Any]) -> None:
     scenario: str = case["scenario"]
     target: dict[str, Any] | None = case.get("target")
     pinned = [*fixed_tools(), *case["pinned"]]
     live.scripted.set_tools(case["pinned"])
     pins = {"scripted": {t["name"]: digest(t) for t in pinned}}
-    if scenario != "pinned-poison":  # the proxy's own pins are the rule's (the screen's aside)
-        assert anyio.from_thread.run(live.proxy.current_pins) == pins
+    # the proxy's own pins are the rule's, but for a tool the screen refuses (logged)
+    printed = anyio.from_thread.run(live.proxy.current_pins)
+    if scenario == "pinned-poison":
+        assert target is not None
+        assert printed == {
+            "scripted": {n: d for n, d in pins["scripted"].items() if n != target["name"]}
+        }
+        assert f"tool {target['name']!r} of server 'scripted' not pinned: " in log_of(live)
+    else:
+        assert printed == pins
     live.proxy.pins = {} if scenario.startswith("unpinned") else pins
     live.scripted.set_tools(case["listed"])
     anyio.from_thread.run(live.proxy.refresh_tools)  # a proxy started with these pins
@@ -320,6 +339,7 @@ def check_pins(live: Live, case: dict[str, Any]) -> None:
         }
         assert {e.kind for e in listing} - {EventKind.ADMIT} == kinds, why
         assert out["taint"] == Taint.QUARANTINED
+        assert f"of server 'scripted' withheld from {trace!r}" in log_of(live)
         assert body(out["target"])["verdict"]["detail"]["claim"] == UNADMITTED
         return
     # pinned and unchanged => the session stays trusted and sends
@@ -356,7 +376,7 @@ def test_unpinned_metadata_taints_and_pins_refuse_change(tmp_path: Path) -> None
         )
         check_pins(live)
 
-    run_live(tmp_path, check, trust_sources=True)
+    run_live(tmp_path, check, trust_sources=True, errlog=io.StringIO())
 
 
 @pytest.mark.fak_theorem("D11.3")
