@@ -128,6 +128,32 @@ async def listing(calls: int, warmup: int, tools: int) -> None:
                 )
         outcome = "refused" if sent.is_error else "delivered"
         print(f"{mode:30} {pct(samples, 0.5):8.3f} {pct(samples, 0.99):8.3f}   {outcome}")
+    if has_pins:
+        await rule_cost(spec, names, calls)
+
+
+async def rule_cost(spec: Any, names: tuple[str, ...], reps: int) -> None:
+    """The rule's own CPU per listing, without the downstream round trip: digesting every
+    tool against the pins, and admitting every tool's metadata (no pins)."""
+    from fak_core import Kernel, Policy
+    from fak_core.gateway.mcp_pins import pin_status
+    from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
+
+    async with McpProxy(Kernel(Policy(allow=names)), [spec]) as proxy:
+        pins = await proxy.current_pins()
+        routes = await proxy.refresh_tools()
+        start = time.perf_counter()
+        for _ in range(reps):
+            for r in routes:
+                pin_status(pins, "bench", r.tool)
+        digest_us = (time.perf_counter() - start) / reps * 1e6
+        start = time.perf_counter()
+        for i in range(reps):
+            proxy.mark_seen(ProxySession(f"bench-{i}"), routes)
+        admit_us = (time.perf_counter() - start) / reps * 1e6
+    print(f"per listing of {len(routes)} tools, CPU in this process (mean of {reps}):")
+    print(f"  pins: digest and compare every tool     {digest_us:10.1f} us")
+    print(f"  no pins: admit every tool's metadata    {admit_us:10.1f} us")
 
 
 async def run(calls: int, warmup: int) -> None:
