@@ -379,13 +379,13 @@ class McpProxy:
                     name = self.exposed_name(d, tool.name)
                     if name in hidden:
                         continue
-                    hides, pinned = self.judge_tool(d, name, tool)
-                    if hides is not None:
+                    judged = self.judge_tool(d, name, tool)
+                    if isinstance(judged, HiddenTool):
                         # one poisoned listing of a name hides the name, whatever else
                         routes.pop(name, None)
-                        hidden[name] = hides
+                        hidden[name] = judged
                         self.tools_hidden += 1
-                        self._log(f"tool {name[:200]!r} of server {d.name!r} hidden: {hides.why}")
+                        self._log(f"tool {name[:200]!r} of server {d.name!r} hidden: {judged.why}")
                         continue
                     if name in routes:
                         self._log(f"tool {name!r} is listed twice; the first one is kept")
@@ -396,7 +396,7 @@ class McpProxy:
                         except InvalidSchemaError as exc:
                             self._log(f"tool {name!r} hidden: its inputSchema is invalid: {exc}")
                             continue
-                    routes[name] = RoutedTool(name, d, tool.name, tool, pinned)
+                    routes[name] = judged
             self._tools = routes
             self.hidden = hidden
             return list(routes.values())
@@ -439,33 +439,30 @@ class McpProxy:
     def _not_pinned(self, d: Downstream, tool: types.Tool, why: str) -> None:
         self._log(f"tool {tool.name[:200]!r} of server {d.name!r} not pinned: {why}")
 
-    def judge_tool(
-        self, d: Downstream, name: str, tool: types.Tool
-    ) -> tuple[HiddenTool | None, bool]:
-        """Whether a listed tool is hidden (the screen first, then the pins) and whether its
-        metadata is pinned."""
+    def judge_tool(self, d: Downstream, name: str, tool: types.Tool) -> HiddenTool | RoutedTool:
+        """A listed tool hidden (the screen first, then the pins), or its route: pinned
+        when its server is (a tool of a pinned server passes only matching its pin)."""
         why = self.screen_tool(name, tool)
+        advice = _HIDDEN_ADVICE
+        if why is None:
+            why, advice = self.pin_check(d.name, tool), _PIN_ADVICE
         if why is not None:
-            return HiddenTool(d, why, _HIDDEN_ADVICE), False
-        why, pinned = self.pin_check(d.name, tool)
-        return (HiddenTool(d, why, _PIN_ADVICE) if why is not None else None), pinned
+            return HiddenTool(d, why, advice)
+        return RoutedTool(name, d, tool.name, tool, d.name in self.pins)
 
-    def pin_check(self, server: str, tool: types.Tool) -> tuple[str | None, bool]:
-        """Why a screened tool must be hidden by the pins (or None), and whether its
-        metadata is pinned (trusted): a server without pins lists untrusted metadata; on a
-        pinned server only a tool whose digest matches its pin is listed."""
+    def pin_check(self, server: str, tool: types.Tool) -> str | None:
+        """Why a screened tool must be hidden by the pins, or None: a server without pins
+        lists untrusted metadata; on a pinned server only a tool whose digest matches its
+        pin is listed (anything else is hidden)."""
         status, digest = pin_status(self.pins, server, tool)
-        if status == "unpinned":
-            return None, False
-        if status == "pinned":
-            return None, True
+        if status in ("unpinned", "pinned"):
+            return None
         if status == "changed":
             return (
                 f"its metadata changed since it was pinned (pinned "
-                f"{self.pins[server][tool.name]}, listed {digest})",
-                False,
+                f"{self.pins[server][tool.name]}, listed {digest})"
             )
-        return f"it is not pinned (listed {digest}) and the server's tools are pinned", False
+        return f"it is not pinned (listed {digest}) and the server's tools are pinned"
 
     def visible(self, name: str) -> bool:
         # the floor's own reading of names, so the listing and the decision never disagree
@@ -485,23 +482,24 @@ class McpProxy:
         admitted in the session first (:meth:`mark_seen`, off the event loop, in one
         journal request scope); a server's unpinned tools whose admission was held (a
         poison read across its tools) or not recorded are left out."""
+        unpinned = [r for r in routed if not r.pinned]
         with self.state.request_scope():
-            withheld = await anyio.to_thread.run_sync(self.mark_seen, session, routed)
+            withheld = await anyio.to_thread.run_sync(self.mark_seen, session, unpinned)
         return [r for r in routed if r.name not in withheld]
 
-    def mark_seen(self, session: ProxySession, routed: Iterable[RoutedTool]) -> set[str]:
-        """Admit the unpinned metadata of ``routed`` in ``session``, one admission per
-        server (the call ``<server>/tools/list``: TAINTED, screened, recorded and
-        journaled like any result), the tools' texts one a line; the names whose
-        admission did not pass (only an admission kept as it is, or paged out, passes)
-        are returned, to be withheld from the client."""
+    def mark_seen(self, session: ProxySession, unpinned: Iterable[RoutedTool]) -> set[str]:
+        """Admit the metadata of the ``unpinned`` routes, as their servers list it, in
+        ``session``: one admission per server (the call ``<server>/tools/list``: TAINTED,
+        screened, recorded and journaled like any result), the tools' texts one a line
+        (no reading runs from one tool into the next); the names whose admission did not
+        pass (only an admission kept as it is, or paged out, passes) are returned, to be
+        withheld from the client."""
         by_server: dict[str, list[RoutedTool]] = {}
-        for r in routed:
-            if not r.pinned:
-                by_server.setdefault(r.server.name, []).append(r)
+        for r in unpinned:
+            by_server.setdefault(r.server.name, []).append(r)
         withheld: set[str] = set()
         for server, tools in by_server.items():
-            texts = [self._metadata_text(r.tool.model_copy(update={"name": r.name})) for r in tools]
+            texts = [self._metadata_text(r.tool) for r in tools]
             call = ToolCall(server + LISTING_SUFFIX, "{}", session.trace_id)
             admitted = self.state.admit(call, "\n".join(texts))
             how = admitted["result"]["meta"].get("admit", "admitted")
