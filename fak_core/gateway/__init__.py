@@ -41,6 +41,7 @@ __all__ = [
     "error_body",
     "error_response",
     "error_type_for",
+    "load_pins",
     "load_planner",
     "load_servers",
     "open_shared",
@@ -70,6 +71,7 @@ _LAZY = {
     "McpProxy": "fak_core.gateway.mcp_proxy",
     "DownstreamSpec": "fak_core.gateway.mcp_downstream",
     "load_servers": "fak_core.gateway.mcp_downstream",
+    "load_pins": "fak_core.gateway.mcp_pins",
     "RedisSessions": "fak_core.gateway.redis_sessions",
     "attach_shared": "fak_core.gateway.replicas",
     "open_shared": "fak_core.gateway.replicas",
@@ -79,6 +81,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from fak_core.gateway.app import create_app
     from fak_core.gateway.mcp_downstream import DownstreamSpec, load_servers
+    from fak_core.gateway.mcp_pins import load_pins
     from fak_core.gateway.mcp_proxy import McpProxy
     from fak_core.gateway.mcp_server import build_mcp_server
     from fak_core.gateway.planner import (

@@ -25,6 +25,19 @@ results: exactly the tools it names ``trusted_local``, by their exposed name; no
 built in, so a downstream ``read_file`` is as untrusted as any tool. Error answers and
 ``isError`` results are never trusted.)
 
+Listed metadata that passes the screen is still untrusted text the client's model reads:
+unless the operator pinned it (:mod:`fak_core.gateway.mcp_pins`: a SHA-256 per tool of
+its listed metadata), it is admitted in the listing session as a TAINTED result would be
+(one admission per server, the call named ``<server>/tools/list``), so the session's
+taint rises before the client sees the listing; a call to an unpinned tool admits its
+metadata in the calling session first (a model that calls a tool by name has seen its
+metadata, in this session or elsewhere). On a pinned server a tool whose digest changed,
+or one the pins do not name, is hidden like a poisoned tool and a call to it is refused,
+naming the server, the tool and both digests (a rug-pull guard); pinned metadata that
+matches is listed without raising any taint. Every listing re-reads the servers; the
+proxy does not relay ``notifications/tools/list_changed`` (it does not advertise
+``listChanged``), so a client sees a change at its next listing, judged afresh.
+
 One client connection is one session, and one session is one trace (``mcp-<id>-<n>``),
 so taint never crosses connections. Every decision is a kernel event: pass a journal (any
 kernel subscriber) and it sees them all.
@@ -62,6 +75,7 @@ from fak_core.gateway.mcp_downstream import (
     DownstreamSpec,
     error_class,
 )
+from fak_core.gateway.mcp_pins import Pins, pin_status, pins_for, tool_digest
 from fak_core.gateway.state import GatewayState, WireError
 from fak_core.journal import JOURNAL_DOWN, Journal, JournalError
 from fak_core.kernel import Kernel
@@ -75,6 +89,7 @@ from fak_core.verdicts import Verdict, VerdictKind
 __all__ = [
     "MAX_TOOL_METADATA_BYTES",
     "PREFIX_SEPARATOR",
+    "LISTING_SUFFIX",
     "WITNESS_META_KEY",
     "McpProxy",
     "ProxySession",
@@ -87,6 +102,9 @@ __all__ = [
 PREFIX_SEPARATOR = "__"
 #: A tool whose serialized metadata is longer than this is hidden (the screen stays bounded).
 MAX_TOOL_METADATA_BYTES = 256 * 1024
+#: The admission of a server's unpinned listed metadata is a call named ``<server>`` + this
+#: (``/`` is in no valid MCP tool name, so it names no downstream tool).
+LISTING_SUFFIX = "/tools/list"
 #: The ``_meta`` key of a ``tools/call`` request that carries a witness for the kernel.
 WITNESS_META_KEY = "fak/witness"
 #: The ``_meta`` key under which the proxy reports its verdict on every result.
@@ -102,6 +120,17 @@ class RoutedTool:
     server: Downstream
     downstream_name: str
     tool: types.Tool
+    #: whether the operator pinned exactly this metadata (else it is untrusted text)
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class HiddenTool:
+    """A listed tool the proxy hides: its server, why, and what to do instead."""
+
+    server: Downstream
+    why: str
+    advice: str
 
 
 @dataclass(frozen=True)
@@ -160,6 +189,12 @@ _HIDDEN_ADVICE = (
     "The server's description of this tool failed the proxy's screen, so the tool is hidden "
     "and cannot be called. Use another tool, or ask the operator to check the server."
 )
+_PIN_ADVICE = (
+    "The operator pinned this server's tool descriptions, and this tool's does not match its "
+    "pin, so the tool is hidden and cannot be called. Do not retry; ask the operator to "
+    "review the server's change and re-pin it."
+)
+_UNADMITTED = "the tool's metadata could not be admitted in this session"
 
 
 def _jsonable(value: Any) -> Any:
@@ -240,6 +275,7 @@ class McpProxy:
         trust_sources: bool = False,
         errlog: TextIO | None = None,
         name: str = "fak-mcp-proxy",
+        pins: Pins | None = None,
     ) -> None:
         specs = list(servers)
         if not specs:
@@ -247,6 +283,8 @@ class McpProxy:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"downstream server names must be unique, got {names}")
+        #: server -> tool -> digest: the metadata the operator vouched for (none: untrusted)
+        self.pins = pins_for(pins or {}, names)
         self.kernel = kernel
         # With a decision journal (attached to the kernel) no call is forwarded before its
         # decision is committed: the proxy waits for durability first.
@@ -259,8 +297,8 @@ class McpProxy:
         if self.prefix:
             # the floor reads allow_prefix against each tool's own name, never the server's
             kernel.floor.scope_names(PREFIX_SEPARATOR)
-        #: Tools the last listing hid: exposed name -> (server, why). Calls are refused.
-        self.hidden: dict[str, tuple[Downstream, str]] = {}
+        #: Tools the last listing hid: exposed name -> server and why. Calls are refused.
+        self.hidden: dict[str, HiddenTool] = {}
         #: How many tools listings have hidden so far (one per tool per listing).
         self.tools_hidden = 0
         self.downstreams = [Downstream(s, call_timeout=call_timeout, errlog=errlog) for s in specs]
@@ -328,26 +366,26 @@ class McpProxy:
         """
         async with self._list_lock:
             routes: dict[str, RoutedTool] = {}
-            hidden: dict[str, tuple[Downstream, str]] = {}
+            hidden: dict[str, HiddenTool] = {}
             for d in self.downstreams:
                 try:
                     listed = await d.list_tools()
                 except DownstreamError as exc:
                     self._log(str(exc))
                     routes.update({n: r for n, r in self._tools.items() if r.server is d})
-                    hidden.update({n: h for n, h in self.hidden.items() if h[0] is d})
+                    hidden.update({n: h for n, h in self.hidden.items() if h.server is d})
                     continue
                 for tool in listed:
                     name = self.exposed_name(d, tool.name)
                     if name in hidden:
                         continue
-                    why = self.screen_tool(name, tool)
-                    if why is not None:
+                    judged = self.judge_tool(d, name, tool)
+                    if isinstance(judged, HiddenTool):
                         # one poisoned listing of a name hides the name, whatever else
                         routes.pop(name, None)
-                        hidden[name] = (d, why)
+                        hidden[name] = judged
                         self.tools_hidden += 1
-                        self._log(f"tool {name[:200]!r} of server {d.name!r} hidden: {why}")
+                        self._log(f"tool {name[:200]!r} of server {d.name!r} hidden: {judged.why}")
                         continue
                     if name in routes:
                         self._log(f"tool {name!r} is listed twice; the first one is kept")
@@ -358,7 +396,7 @@ class McpProxy:
                         except InvalidSchemaError as exc:
                             self._log(f"tool {name!r} hidden: its inputSchema is invalid: {exc}")
                             continue
-                    routes[name] = RoutedTool(name, d, tool.name, tool)
+                    routes[name] = judged
             self._tools = routes
             self.hidden = hidden
             return list(routes.values())
@@ -374,11 +412,7 @@ class McpProxy:
         metadata = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
         if len(orjson.dumps(metadata)) > MAX_TOOL_METADATA_BYTES:
             return f"its metadata is over {MAX_TOOL_METADATA_BYTES} bytes"
-        text = joined_text(
-            _strings(metadata),
-            self.kernel.screen.has_secret,
-            [json_strings(metadata, keys=False)],
-        )
+        text = self._metadata_text(tool)
         v = self.kernel.screen_text(
             ToolCall(name, "{}", "mcp-tools-list"), Result(Status.OK, text, taint=Taint.TAINTED)
         )
@@ -387,21 +421,114 @@ class McpProxy:
         reason = self.kernel.reasons.name(v.reason) if v.reason else "UNSCREENED"
         return f"its metadata failed the result screen ({reason})"
 
+    async def current_pins(self) -> dict[str, dict[str, str]]:
+        """The pins of what every downstream server lists now (``--print-pins``): a digest
+        per tool that passes the screen (a tool the screen would hide is not pinned, and
+        logged); a server that cannot be listed raises :class:`DownstreamError`."""
+        pins: dict[str, dict[str, str]] = {}
+        for d in self.downstreams:
+            table = pins.setdefault(d.name, {})
+            for tool in await d.list_tools():
+                why = self.screen_tool(self.exposed_name(d, tool.name), tool)
+                if why is not None:
+                    self._not_pinned(d, tool, why)
+                    continue
+                table[tool.name] = tool_digest(tool)
+        return pins
+
+    def _not_pinned(self, d: Downstream, tool: types.Tool, why: str) -> None:
+        self._log(f"tool {tool.name[:200]!r} of server {d.name!r} not pinned: {why}")
+
+    def judge_tool(self, d: Downstream, name: str, tool: types.Tool) -> HiddenTool | RoutedTool:
+        """A listed tool hidden (the screen first, then the pins), or its route: pinned
+        when its server is (a tool of a pinned server passes only matching its pin)."""
+        why = self.screen_tool(name, tool)
+        advice = _HIDDEN_ADVICE
+        if why is None:
+            why, advice = self.pin_check(d.name, tool), _PIN_ADVICE
+        if why is not None:
+            return HiddenTool(d, why, advice)
+        return RoutedTool(name, d, tool.name, tool, d.name in self.pins)
+
+    def pin_check(self, server: str, tool: types.Tool) -> str | None:
+        """Why a screened tool must be hidden by the pins, or None: a server without pins
+        lists untrusted metadata; on a pinned server only a tool whose digest matches its
+        pin is listed (anything else is hidden)."""
+        status, digest = pin_status(self.pins, server, tool)
+        if status in ("unpinned", "pinned"):
+            return None
+        if status == "changed":
+            return (
+                f"its metadata changed since it was pinned (pinned "
+                f"{self.pins[server][tool.name]}, listed {digest})"
+            )
+        return f"it is not pinned (listed {digest}) and the server's tools are pinned"
+
     def visible(self, name: str) -> bool:
         # the floor's own reading of names, so the listing and the decision never disagree
         return tool_visible(self.kernel.policy, name, self.kernel.floor.separator)
 
-    async def list_tools(self) -> list[types.Tool]:
-        """The tools the client may see: listed downstream, renamed, allowed by name."""
-        routed = await self.refresh_tools()
-        return [r.tool.model_copy(update={"name": r.name}) for r in routed if self.visible(r.name)]
+    async def list_tools(self, session: ProxySession) -> list[types.Tool]:
+        """The tools ``session``'s client may see: listed downstream, renamed, allowed by
+        name, and (when unpinned) admitted in the session first (:meth:`admit_listing`)."""
+        routed = [r for r in await self.refresh_tools() if self.visible(r.name)]
+        shown = await self.admit_listing(session, routed)
+        return [r.tool.model_copy(update={"name": r.name}) for r in shown]
+
+    async def admit_listing(
+        self, session: ProxySession, routed: list[RoutedTool]
+    ) -> list[RoutedTool]:
+        """What of ``routed`` the session's client may be shown: the unpinned metadata is
+        admitted in the session first (:meth:`mark_seen`, off the event loop, in one
+        journal request scope); a server's unpinned tools whose admission was held (a
+        poison read across its tools) or not recorded are left out."""
+        unpinned = [r for r in routed if not r.pinned]
+        with self.state.request_scope():
+            withheld = await anyio.to_thread.run_sync(self.mark_seen, session, unpinned)
+        return [r for r in routed if r.name not in withheld]
+
+    def mark_seen(self, session: ProxySession, unpinned: Iterable[RoutedTool]) -> set[str]:
+        """Admit the metadata of the ``unpinned`` routes, as their servers list it, in
+        ``session``: one admission per server (the call ``<server>/tools/list``: TAINTED,
+        screened, recorded and journaled like any result), the tools' texts one a line
+        (no reading runs from one tool into the next); the names whose admission did not
+        pass (only an admission kept as it is, or paged out, passes) are returned, to be
+        withheld from the client."""
+        by_server: dict[str, list[RoutedTool]] = {}
+        for r in unpinned:
+            by_server.setdefault(r.server.name, []).append(r)
+        withheld: set[str] = set()
+        for server, tools in by_server.items():
+            texts = [self._metadata_text(r.tool) for r in tools]
+            call = ToolCall(server + LISTING_SUFFIX, "{}", session.trace_id)
+            admitted = self.state.admit(call, "\n".join(texts))
+            how = admitted["result"]["meta"].get("admit", "admitted")
+            if how not in ("admitted", "transformed"):
+                withheld.update(r.name for r in tools)
+                self._withheld(server, len(tools), session, how)
+        return withheld
+
+    def _withheld(self, server: str, n: int, session: ProxySession, how: str) -> None:
+        self._log(
+            f"tools/list: {n} unpinned tools of server {server!r} withheld from "
+            f"{session.trace_id!r}: their metadata was {how}"
+        )
+
+    def _metadata_text(self, tool: types.Tool) -> str:
+        """Every string of a tool's listed metadata (keys included) as the screen reads it."""
+        metadata = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return joined_text(
+            _strings(metadata),
+            self.kernel.screen.has_secret,
+            [json_strings(metadata, keys=False)],
+        )
 
     async def _on_list_tools(
         self,
         ctx: ServerRequestContext[ProxySession],
         params: types.PaginatedRequestParams | None,
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=await self.list_tools())
+        return types.ListToolsResult(tools=await self.list_tools(ctx.lifespan_context))
 
     # ------------------------------------------------------------------ tools/call
     async def _route(self, name: str) -> RoutedTool | None:
@@ -476,9 +603,12 @@ class McpProxy:
             poisoned = Verdict.deny(
                 Reason.TRUST_VIOLATION,
                 _BY,
-                claim=f"server {hidden[0].name!r} lists this tool, but {hidden[1]}",
+                claim=f"server {hidden.server.name!r} lists this tool, but {hidden.why}",
             )
-            return self._refusal(call, poisoned, call.tool, _HIDDEN_ADVICE)
+            return self._refusal(call, poisoned, call.tool, hidden.advice)
+        unseen = await self.admit_callers_view(call, route, session)
+        if unseen is not None:
+            return unseen
         call, verdict, runnable = await anyio.to_thread.run_sync(self.state.authorize, call)
         if not runnable:
             return self._refusal(call, verdict, call.tool)
@@ -521,6 +651,19 @@ class McpProxy:
         # not instant, so it runs on a worker thread (the journal scope goes along) and the
         # proxy keeps answering its other requests meanwhile.
         return await anyio.to_thread.run_sync(self._admit, call, verdict, answer)
+
+    async def admit_callers_view(
+        self, call: ToolCall, route: RoutedTool | None, session: ProxySession
+    ) -> types.CallToolResult | None:
+        """A model that calls a tool by name has read its metadata (listed here, or in
+        another session): an unpinned tool's metadata is admitted in the calling session
+        before the call is decided; a refusal if it could not be (held, or not recorded)."""
+        if route is None or route.pinned:
+            return None
+        if not await anyio.to_thread.run_sync(self.mark_seen, session, [route]):
+            return None
+        unadmitted = Verdict.deny(Reason.TRUST_VIOLATION, _BY, claim=_UNADMITTED)
+        return self._refusal(call, unadmitted, call.tool)
 
     def _admit_error(
         self, call: ToolCall, verdict: Verdict, exc: DownstreamError, error: types.ErrorData

@@ -3,12 +3,18 @@
     fak mcp-proxy --policy POLICY -- SERVER_COMMAND [ARG ...]
     fak mcp-proxy --policy POLICY --url http://host:port/mcp
     fak mcp-proxy --policy POLICY --servers servers.json
+    fak mcp-proxy --print-pins --servers servers.json > pins.json   # review, then:
+    fak mcp-proxy --policy POLICY --servers servers.json --pins pins.json
 
 Registered through the ``fak.commands`` entry point. stdout carries MCP only; every
 message of the proxy's own goes to stderr. A server given after ``--`` inherits the
 proxy's environment; servers from a file get the SDK's safe default environment plus
 their ``env`` table. A crashed server is restarted on the next call (the call that met the
 crash is reported, never replayed); a hung one is reported after ``--call-timeout``.
+
+A downstream server's tool metadata is untrusted text: listing it taints the session
+unless ``--pins`` vouches for it (:mod:`fak_core.gateway.mcp_pins`). ``--print-pins``
+lists the servers once and prints the pins of what they list now, in the file's format.
 """
 
 from __future__ import annotations
@@ -63,6 +69,19 @@ def register(subparsers: Any) -> None:
         help="append every decision and admission to this decision journal (SQLite)",
     )
     p.add_argument(
+        "--pins",
+        metavar="FILE",
+        help="pins file (JSON or TOML): the tool metadata the operator trusts, a SHA-256 per "
+        "tool per server; a pinned server lists only its pinned, unchanged tools (default: "
+        "no pins, so listed metadata is untrusted and taints the session that lists it)",
+    )
+    p.add_argument(
+        "--print-pins",
+        action="store_true",
+        help="list the downstream servers, print the pins of what they list now (the "
+        "--pins format) on stdout, and exit",
+    )
+    p.add_argument(
         "command",
         nargs=argparse.REMAINDER,
         help="the downstream server command, after --",
@@ -113,8 +132,15 @@ def run(ns: argparse.Namespace) -> int:
     except ServerConfigError as exc:
         print(f"fak mcp-proxy: {exc}", file=sys.stderr)
         return 2
-    if not ns.policy:
-        print("fak mcp-proxy: no --policy given, using the built-in policy", file=sys.stderr)
+    pins = None
+    try:
+        if ns.pins:
+            from fak_core.gateway.mcp_pins import load_pins
+
+            pins = load_pins(ns.pins)
+    except ServerConfigError as exc:
+        print(f"fak mcp-proxy: --pins: {exc}", file=sys.stderr)
+        return 2
 
     import anyio
 
@@ -123,6 +149,10 @@ def run(ns: argparse.Namespace) -> int:
     from fak_core.kernel import Kernel
 
     kernel = Kernel(policy)
+    if ns.print_pins:
+        return _print_pins(McpProxy(kernel, specs, call_timeout=ns.call_timeout))
+    if not ns.policy:
+        print("fak mcp-proxy: no --policy given, using the built-in policy", file=sys.stderr)
     try:
         enable_env_approvals(kernel)
     except BootstrapError as exc:
@@ -138,14 +168,21 @@ def run(ns: argparse.Namespace) -> int:
             print(f"fak mcp-proxy: --journal: {exc}", file=sys.stderr)
             return 2
         journal.attach(kernel)
-    proxy = McpProxy(
-        kernel,
-        specs,
-        decision_journal=journal,
-        call_timeout=ns.call_timeout,
-        prefix=True if ns.prefix else None,
-        trust_sources=ns.trust_sources,
-    )
+    try:
+        proxy = McpProxy(
+            kernel,
+            specs,
+            decision_journal=journal,
+            call_timeout=ns.call_timeout,
+            prefix=True if ns.prefix else None,
+            trust_sources=ns.trust_sources,
+            pins=pins,
+        )
+    except ValueError as exc:
+        print(f"fak mcp-proxy: {exc}", file=sys.stderr)
+        if journal is not None:
+            journal.close()
+        return 2
     try:
         anyio.run(serve_stdio, proxy)
     except KeyboardInterrupt:
@@ -153,4 +190,26 @@ def run(ns: argparse.Namespace) -> int:
     finally:
         if journal is not None:
             journal.close()
+    return 0
+
+
+def _print_pins(proxy: Any) -> int:
+    """List every server once and print the pins of what it lists, as a pins file."""
+    import json
+
+    import anyio
+
+    from fak_core.gateway.mcp_downstream import DownstreamError
+
+    async def main() -> dict[str, dict[str, str]]:
+        async with proxy:
+            pins: dict[str, dict[str, str]] = await proxy.current_pins()
+            return pins
+
+    try:
+        pins = anyio.run(main)
+    except DownstreamError as exc:
+        print(f"fak mcp-proxy: --print-pins: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"pins": pins}, indent=2, sort_keys=True))
     return 0

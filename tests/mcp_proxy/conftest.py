@@ -69,11 +69,16 @@ def downstream(tmp_path_factory: pytest.TempPathFactory) -> Downstream:
 
 @asynccontextmanager
 async def running_proxy(
-    specs: list[DownstreamSpec], policy: Policy = POLICY, **kw: Any
+    specs: list[DownstreamSpec], policy: Policy = POLICY, *, pin: bool = False, **kw: Any
 ) -> AsyncIterator[tuple[McpProxy, list[Event]]]:
+    """A running proxy; with ``pin`` the operator has pinned every tool its servers list
+    now (as ``fak mcp-proxy --print-pins`` writes them), so listing them leaves a session
+    clean; without, their metadata is untrusted text that taints the listing session."""
     events: list[Event] = []
     kernel = kw.pop("kernel", None) or Kernel(policy)
     async with McpProxy(kernel, specs, journal=events.append, **kw) as proxy:
+        if pin:
+            proxy.pins = await proxy.current_pins()
         yield proxy, events
 
 
@@ -86,8 +91,9 @@ async def session(proxy: McpProxy) -> AsyncIterator[Client]:
 
 @pytest.fixture(scope="module")
 async def shared(downstream: Downstream) -> AsyncIterator[tuple[McpProxy, list[Event]]]:
-    """One proxy over one tools server, shared by the tests that do not break it."""
-    async with running_proxy([downstream.spec()]) as pair:
+    """One proxy over one tools server (its tools pinned), shared by the tests that do not
+    break it."""
+    async with running_proxy([downstream.spec()], pin=True) as pair:
         yield pair
 
 

@@ -66,7 +66,7 @@ async def test_every_downstream_answer_reaches_the_client_only_as_admitted(
 ) -> None:
     scripted = Scripted(tmp_path)
     scripted.set_tools([])
-    async with running_proxy([scripted.spec()], kernel=_kernel(), trust_sources=True) as (
+    async with running_proxy([scripted.spec()], kernel=_kernel(), trust_sources=True, pin=True) as (
         proxy,
         _,
     ):

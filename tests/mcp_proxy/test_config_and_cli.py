@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,16 @@ def test_cli_refuses_bad_invocations(tmp_path: Path) -> None:
     assert r.returncode == 2 and "http://" in r.stderr
     r = _fak("--call-timeout", "0", "--", "x")
     assert r.returncode == 2 and "--call-timeout" in r.stderr
+    pins = tmp_path / "pins.json"
+    pins.write_text('{"pins": {"server": {"t": "sha256:abc"}}}')
+    r = _fak("--pins", str(pins), "--", "x")
+    assert r.returncode == 2 and "64 lowercase hex" in r.stderr and "'t'" in r.stderr
+    pins.write_text('{"pins": {"other": {}}}')
+    r = _fak("--pins", str(pins), "--", "x")
+    assert r.returncode == 2 and "pins name server 'other'" in r.stderr
+    pins.write_text('{"servers": {}}')
+    r = _fak("--pins", str(pins), "--", "x")
+    assert r.returncode == 2 and "--print-pins" in r.stderr
 
 
 @pytest.mark.anyio
@@ -129,6 +140,20 @@ async def test_fak_mcp_proxy_over_stdio_end_to_end(downstream: Downstream, tmp_p
         str(SERVERS),
         "tools",
     ]
+    # the operator prints the pins of what the server lists now, and runs the proxy with them
+    printed = subprocess.run(
+        [sys.executable, *proxy_cmd[:2], "mcp-proxy", "--print-pins", *proxy_cmd[-4:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **downstream.env},
+    )
+    assert printed.returncode == 0, printed.stderr
+    pins = json.loads(printed.stdout)["pins"]
+    assert set(pins) == {"server"} and set(pins["server"]) >= {"fetch_url", "send_email"}
+    (tmp_path / "pins.json").write_text(printed.stdout)
+    unpinned = StdioServerParameters(command=sys.executable, args=proxy_cmd, env=downstream.env)
+    proxy_cmd[-4:-4] = ["--pins", str(tmp_path / "pins.json")]
     params = StdioServerParameters(command=sys.executable, args=proxy_cmd, env=downstream.env)
     mails_before = len(downstream.mails())
     async with Client(params, cache=None) as client:
@@ -147,6 +172,13 @@ async def test_fak_mcp_proxy_over_stdio_end_to_end(downstream: Downstream, tmp_p
         assert isinstance(refused.content[0], types.TextContent)
         verdict = json.loads(refused.content[0].text)["verdict"]
         assert (verdict["kind"], verdict["reason"]) == ("DENY", "TRUST_VIOLATION")
+    # without pins the listing is untrusted text: the session that listed cannot send
+    async with Client(unpinned, cache=None) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == names
+        refused = await client.call_tool("send_email", {**MAIL, "subject": "e2e unpinned"})
+        assert isinstance(refused.content[0], types.TextContent)
+        verdict = json.loads(refused.content[0].text)["verdict"]
+        assert (verdict["kind"], verdict["reason"]) == ("DENY", "TRUST_VIOLATION")
     subjects = [m["subject"] for m in downstream.mails()[mails_before:]]
     assert subjects == ["e2e clean"]
     # both proxy processes appended to one journal, in one unbroken chain
@@ -155,6 +187,7 @@ async def test_fak_mcp_proxy_over_stdio_end_to_end(downstream: Downstream, tmp_p
     rows = [(r["event"], r["tool"], r["verdict"]) for r in read_rows(tmp_path / "journal.db")]
     assert ("decide", "send_email", "ALLOW") in rows
     assert ("quarantine", "fetch_url", "QUARANTINE") in rows
+    assert ("admit", "server/tools/list", "ALLOW") in rows  # the listing, journaled
     assert rows[-1] == ("decide", "send_email", "DENY")
     assert verify_files([tmp_path / "journal.db"]).ok
 

@@ -67,7 +67,10 @@ async def test_tools_list_passes_through_and_policy_decides_visibility(
 async def test_hidden_tools_are_not_listed_and_refused_if_called(downstream: Downstream) -> None:
     policy = Policy(allow=("read_file", "send_email"), deny={"crash": "POLICY_BLOCK"})
     before = len(downstream.calls())
-    async with running_proxy([downstream.spec()], policy) as (proxy, _), session(proxy) as client:
+    async with (
+        running_proxy([downstream.spec()], policy, pin=True) as (proxy, _),
+        session(proxy) as client,
+    ):
         names = {t.name for t in (await client.list_tools()).tools}
         assert names == {"read_file", "send_email"}
         v = refusal(await client.call_tool("fetch_url", {"url": "https://example.com"}))
@@ -150,10 +153,13 @@ async def test_taint_does_not_leak_between_sessions(
 
 
 async def test_taint_does_not_leak_between_proxies(downstream: Downstream) -> None:
-    async with running_proxy([downstream.spec("a")]) as (one, _), session(one) as client:
+    async with running_proxy([downstream.spec("a")], pin=True) as (one, _), session(one) as client:
         await client.call_tool("fetch_url", {"url": "https://evil.example/"})
         refusal(await client.call_tool("send_email", MAIL))
-        async with running_proxy([downstream.spec("b")]) as (two, _), session(two) as other:
+        async with (
+            running_proxy([downstream.spec("b")], pin=True) as (two, _),
+            session(two) as other,
+        ):
             assert (await other.call_tool("send_email", MAIL)).is_error is False
 
 
@@ -164,7 +170,7 @@ async def test_trusted_sources_when_the_operator_opts_in(
         allow=("read_file", "fetch_url", "send_email"), sources={"read_file": "trusted_local"}
     )
     async with (
-        running_proxy([downstream.spec()], policy, trust_sources=True) as (proxy, _),
+        running_proxy([downstream.spec()], policy, trust_sources=True, pin=True) as (proxy, _),
         session(proxy) as client,
     ):
         read = await client.call_tool("read_file", {"path": str(text_file)})
@@ -238,7 +244,7 @@ async def test_require_witness_follows_the_kernel(downstream: Downstream) -> Non
     kernel.add_witness_resolver("approvals", _Witnesses())
     before = len(downstream.calls("send_email"))
     async with (
-        running_proxy([downstream.spec()], kernel=kernel) as (proxy, events),
+        running_proxy([downstream.spec()], kernel=kernel, pin=True) as (proxy, events),
         session(proxy) as client,
     ):
         v = refusal(await client.call_tool("send_email", MAIL))
@@ -262,7 +268,7 @@ async def test_require_witness_follows_the_kernel(downstream: Downstream) -> Non
 
 
 async def test_every_decision_reaches_the_journal(downstream: Downstream) -> None:
-    async with running_proxy([downstream.spec()]) as (proxy, events):
+    async with running_proxy([downstream.spec()], pin=True) as (proxy, events):
         async with session(proxy) as client:
             await client.call_tool("fetch_url", {"url": "https://evil.example/"})
             await client.call_tool("send_email", MAIL)
@@ -306,7 +312,7 @@ async def test_hang_and_crash_give_clear_errors_and_the_proxy_keeps_serving(
 async def test_frames_that_are_not_json_rpc_are_a_crash(downstream: Downstream) -> None:
     spec = downstream.spec("garbage", mode="garbage", timeout=3)
     policy = Policy(allow=("garble",))
-    async with running_proxy([spec], policy) as (proxy, events), session(proxy) as client:
+    async with running_proxy([spec], policy, pin=True) as (proxy, events), session(proxy) as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["garble"]
         for _ in range(2):  # and again: the proxy reconnects and keeps serving
             result = await client.call_tool("garble", {"x": 1})
@@ -333,7 +339,7 @@ async def test_several_servers_aggregated_with_prefixes_stdio_and_http(
 ) -> None:
     specs = [downstream.spec("files"), DownstreamSpec("web", url=http_server, timeout=10)]
     policy = Policy(allow=("files__read_file", "web__fetch_url", "web__send_email"))
-    async with running_proxy(specs, policy) as (proxy, _):
+    async with running_proxy(specs, policy, pin=True) as (proxy, _):
         async with session(proxy) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert names == {"files__read_file", "web__fetch_url", "web__send_email"}
@@ -389,7 +395,9 @@ async def test_nothing_is_forwarded_before_its_decision_is_journaled(
     before = len(downstream.mails())
     try:
         async with (
-            running_proxy([downstream.spec()], kernel=kernel, decision_journal=journal) as (
+            running_proxy(
+                [downstream.spec()], kernel=kernel, decision_journal=journal, pin=True
+            ) as (
                 proxy,
                 _,
             ),

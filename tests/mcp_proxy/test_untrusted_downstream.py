@@ -111,6 +111,11 @@ def run_live(tmp: Path, check: Callable[[Live], None], **kw: Any) -> None:
     anyio.run(main)
 
 
+def pin_now(live: Live) -> None:
+    """The operator pins every tool the scripted server lists now (``--print-pins``)."""
+    live.proxy.pins = anyio.from_thread.run(live.proxy.current_pins)
+
+
 def body(result: types.CallToolResult) -> dict[str, Any]:
     assert len(result.content) == 1 and isinstance(result.content[0], types.TextContent)
     return json.loads(result.content[0].text)  # type: ignore[no-any-return]
@@ -676,6 +681,7 @@ def test_trust_sources_trusts_exactly_the_named_tools(tmp_path: Path) -> None:
         live.scripted.set_tools(
             [{"name": n, "inputSchema": {"type": "object"}} for n in TRUST_NAMES]
         )
+        pin_now(live)  # a result's source decides, not the listing (pinned)
         check_trust(live)
         check_trusted_text_is_still_screened(live)
 
@@ -753,7 +759,11 @@ def check_odd_errors(live: Live) -> None:
 
 
 def test_odd_error_answers_and_untrusted_error_results(tmp_path: Path) -> None:
-    run_live(tmp_path, check_odd_errors, trust_sources=True)
+    def check(live: Live) -> None:
+        pin_now(live)  # the listing is pinned: the results' taint is what is checked
+        check_odd_errors(live)
+
+    run_live(tmp_path, check, trust_sources=True)
 
 
 def test_a_deny_without_the_separator_denies_the_tool_on_every_server() -> None:

@@ -360,6 +360,31 @@ def prefix_on_aggregated_name() -> Any:
     return both()
 
 
+# ------------------------------------------------------------------------------- D11.3
+@mutant("D11.3/metadata-trusted")
+def metadata_trusted() -> Any:
+    """The original bug: listed metadata that passes the screen is trusted text: no
+    session that lists it (or calls its tool) has its taint raised, pinned or not."""
+
+    def mark_seen(self: McpProxy, session: ProxySession, routed: Any) -> set[str]:
+        return set()
+
+    return mock.patch.object(McpProxy, "mark_seen", mark_seen)
+
+
+@mutant("D11.3/pin-ignores-change")
+def pin_ignores_change() -> Any:
+    """A pin that vouches for a server rather than for each tool's metadata: on a pinned
+    server every tool passes as pinned, changed after the pin or never pinned."""
+    real = _proxy_module.pin_status
+
+    def pin_status(pins: Any, server: str, tool: types.Tool) -> tuple[str, str]:
+        status, digest = real(pins, server, tool)
+        return ("pinned" if status in ("changed", "unknown") else status), digest
+
+    return mock.patch.object(_proxy_module, "pin_status", pin_status)
+
+
 # ---------------------------------------------------------------- D10.7 JSON depth
 _jsondepth = importlib.import_module("fak_core.jsondepth")
 _DUMPS_USERS = (
