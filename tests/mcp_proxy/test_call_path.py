@@ -102,7 +102,7 @@ async def proxy_over(tmp: Path, **kw: Any) -> AsyncIterator[tuple[McpProxy, Scri
     scripted.set_tools([{"name": BAD_NAME, "inputSchema": {"type": "object"}}])
     kernel = kw.pop("kernel", None) or _kernel()
     seen = Seen(kernel)
-    async with running_proxy([scripted.spec()], kernel=kernel, **kw) as (proxy, _):
+    async with running_proxy([scripted.spec()], kernel=kernel, pin=True, **kw) as (proxy, _):
         yield proxy, scripted, seen
 
 
@@ -259,3 +259,29 @@ async def test_nothing_reaches_the_server_before_its_decision_is_committed(
             assert scripted.calls("reply") == before
     finally:
         journal.close()
+
+
+@pytest.mark.fak_theorem("D11")
+async def test_a_call_whose_metadata_cannot_be_admitted_is_refused(tmp_path: Path) -> None:
+    """An unpinned tool's metadata is admitted before its call is decided (D11.3); when
+    the kernel holds that admission the proxy refuses the call, DENY/TRUST_VIOLATION by
+    ``mcp-proxy``, and the server never sees it."""
+    kernel = _kernel()
+    kernel.add_admitter(
+        lambda call, result: Verdict.quarantine(Reason.TRUST_VIOLATION, "test-holder"),
+        50,
+        tools=["scripted/tools/list"],
+    )
+    scripted = Scripted(tmp_path)
+    scripted.set_tools([])
+    async with (
+        running_proxy([scripted.spec()], kernel=kernel) as (proxy, _),
+        session(proxy) as client,
+    ):
+        before = scripted.calls("reply")
+        result = await client.call_tool("reply", {"text": "hello"})
+        body = _body(result)
+        v = refused(result, "reply", body["trace_id"])
+        assert (v["kind"], v["reason"], v["by"]) == ("DENY", "TRUST_VIOLATION", "mcp-proxy")
+        assert v["detail"]["claim"] == "the tool's metadata could not be admitted in this session"
+        assert scripted.calls("reply") == before
