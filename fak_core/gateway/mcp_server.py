@@ -23,7 +23,7 @@ import json
 import re
 import sys
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any, BinaryIO
 
 import anyio
@@ -53,6 +53,7 @@ __all__ = [
     "build_mcp_server",
     "depth_error",
     "run_stdio",
+    "stdio_mcp_server",
 ]
 
 SERVER_NAME = "fak-gateway"
@@ -191,13 +192,15 @@ def _claim(
     tokens: ConnectionTokens,
     ctx: ServerRequestContext[Any, Any],
     trace: str,
-    named: tuple[Any, ...],
+    doc: dict[str, Any],
+    header_trace: str | None,
 ) -> str | None:
     """Claim ``trace`` as the HTTP routes do (:meth:`Sessions.claim`), with the token and
-    operator key the call presents (:func:`_presented`); ``named`` are the trace ids the
-    call gave (body, header, default): a trace none of them names was minted for it. The
-    token the client should keep (bound or minted; remembered for its connection), or
+    operator key the call presents (:func:`_presented`). A trace none of the ids the call
+    gave names (the body's ``trace_id``, ``header_trace``, the default) was minted for it.
+    The token the client should keep (bound or minted; remembered for its connection), or
     None; a :class:`SessionError` when the trace is someone else's."""
+    named = (doc.get("trace_id"), header_trace, state.default_trace)
     token, operator = _presented(ctx, tokens)
     fresh = not any(isinstance(n, str) and n.strip(BLANK) == trace for n in named)
     bound = state.sessions.claim(trace, token, fresh=fresh, operator=operator)
@@ -218,6 +221,26 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
+async def _session_refusals(
+    answer: Awaitable[types.CallToolResult],
+) -> types.CallToolResult:
+    """``answer``, or the error result a call the session rules refuse gets (D12): what to
+    send (the token's place over MCP) for a 403, and the state's own words when it cannot
+    tell the trace's owner."""
+    try:
+        return await answer
+    except SessionError as exc:
+        return _error(exc.message + (_MCP_HINT if exc.status == 403 else ""))
+    except StateUnavailable as exc:
+        return _error(str(exc))
+
+
+def stdio_mcp_server(state: GatewayState) -> Server[Any]:
+    """The server of ``fak mcp``: one client over stdio, whose first token its connection
+    remembers (:class:`ConnectionTokens`)."""
+    return build_mcp_server(state, stdio=True)
+
+
 def build_mcp_server(state: GatewayState, *, stdio: bool = False) -> Server[Any]:
     """An MCP server whose three tools decide through ``state`` (the one seam); ``stdio``:
     it serves one client over stdio (:class:`ConnectionTokens`)."""
@@ -235,7 +258,7 @@ def build_mcp_server(state: GatewayState, *, stdio: bool = False) -> Server[Any]
         doc = dict(params.arguments or {})
         header_trace = _header_trace(ctx)
         with state.request_scope():  # one journal request scope per tool call
-            return await _call(ctx, name, doc, header_trace)
+            return await _session_refusals(_call(ctx, name, doc, header_trace))
 
     async def _call(
         ctx: ServerRequestContext[Any, Any],
@@ -243,30 +266,25 @@ def build_mcp_server(state: GatewayState, *, stdio: bool = False) -> Server[Any]
         doc: dict[str, Any],
         header_trace: str | None,
     ) -> types.CallToolResult:
-        named = (doc.get("trace_id"), header_trace, state.default_trace)
         try:
             if name == "fak_adjudicate":
                 call = parse_call(doc).build(state, header_trace)
-                token = _claim(state, tokens, ctx, call.trace_id, named)
+                token = _claim(state, tokens, ctx, call.trace_id, doc, header_trace)
                 body = await state.adjudicate_async(call)
                 return _result(await state.recorded(body), token)
             if name == "fak_syscall":
                 call = parse_call(doc).build(state, header_trace)
-                token = _claim(state, tokens, ctx, call.trace_id, named)
+                token = _claim(state, tokens, ctx, call.trace_id, doc, header_trace)
                 body = await anyio.to_thread.run_sync(state.syscall, call)
                 return _result(await state.recorded(body), token)
             if name == "fak_admit":
                 req = parse_admit(doc)
                 call = req.build(state, header_trace)
-                token = _claim(state, tokens, ctx, call.trace_id, named)
+                token = _claim(state, tokens, ctx, call.trace_id, doc, header_trace)
                 body = await anyio.to_thread.run_sync(state.admit, call, req.result)
                 return _result(await state.recorded(body), token)
-        except SessionError as exc:
-            return _error(exc.message + (_MCP_HINT if exc.status == 403 else ""))
         except WireError as exc:
             return _error(exc.message)
-        except StateUnavailable as exc:
-            return _error(str(exc))
         known = ", ".join(t.name for t in _TOOLS)
         raise MCPError(
             code=INVALID_PARAMS, message=f"unknown tool: {name} (this server has {known})"
@@ -412,7 +430,7 @@ async def run_stdio(
     max_frame: int = MAX_FRAME,
 ) -> None:
     """Serve the MCP tools over stdin/stdout (one JSON-RPC message per line) until EOF."""
-    server = build_mcp_server(state, stdio=True)
+    server = stdio_mcp_server(state)
     checked = _CheckedStdin(stdin if stdin is not None else sys.stdin.buffer, max_frame)
     # the SDK leaves the ends it hands out open: they are closed here, on the way out
     async with (
