@@ -210,11 +210,20 @@ def _claim(
 
 
 def _result(body: dict[str, Any], token: str | None) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
-        structured_content=body,
-        _meta={SESSION_META: token} if token is not None else None,
+    return _bound(
+        types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
+            structured_content=body,
+        ),
+        token,
     )
+
+
+def _bound(result: types.CallToolResult, token: str | None) -> types.CallToolResult:
+    """``result`` carrying the session token its call bound, if any, in ``_meta`` (D12)."""
+    if token is not None:
+        result.meta = {SESSION_META: token}
+    return result
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -225,12 +234,12 @@ async def _session_refusals(
     answer: Awaitable[types.CallToolResult],
 ) -> types.CallToolResult:
     """``answer``, or the error result a call the session rules refuse gets (D12): what to
-    send (the token's place over MCP) for a 403, and the state's own words when it cannot
+    send (and the token's place over MCP), and the state's own words when it cannot
     tell the trace's owner."""
     try:
         return await answer
     except SessionError as exc:
-        return _error(exc.message + (_MCP_HINT if exc.status == 403 else ""))
+        return _error(exc.message + _MCP_HINT)
     except StateUnavailable as exc:
         return _error(str(exc))
 
