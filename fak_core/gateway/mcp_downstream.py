@@ -30,10 +30,10 @@ import json
 import re
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import anyio
 import anyio.abc
@@ -57,6 +57,7 @@ __all__ = [
     "DownstreamSpec",
     "ServerConfigError",
     "error_class",
+    "load_config",
     "load_servers",
     "parse_servers",
 ]
@@ -221,23 +222,32 @@ def parse_servers(doc: Any) -> list[DownstreamSpec]:
     return specs
 
 
-def load_servers(path: str | Path) -> list[DownstreamSpec]:
-    """Read a servers file (TOML when it ends in ``.toml``, else JSON)."""
+_T = TypeVar("_T")
+
+
+def load_config(path: str | Path, what: str, parse: Callable[[Any], _T]) -> _T:
+    """Read the proxy's ``what`` file (TOML when it ends in ``.toml``, else JSON) and
+    ``parse`` it; a failure to read, parse or check it is named with the file."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ServerConfigError(f"cannot read servers file {p}: {exc.strerror}") from None
+        raise ServerConfigError(f"cannot read {what} file {p}: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise ServerConfigError(f"servers file {p} is not UTF-8 text") from None
+        raise ServerConfigError(f"{what} file {p} is not UTF-8 text") from None
     try:
         doc = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ServerConfigError(f"{p}: not valid {p.suffix.lstrip('.') or 'JSON'}: {exc}") from None
     try:
-        return parse_servers(doc)
+        return parse(doc)
     except ServerConfigError as exc:
         raise ServerConfigError(f"{p}: {exc}") from None
+
+
+def load_servers(path: str | Path) -> list[DownstreamSpec]:
+    """Read a servers file (TOML when it ends in ``.toml``, else JSON)."""
+    return load_config(path, "servers", parse_servers)
 
 
 class _Link:

@@ -18,9 +18,7 @@ writes one (:meth:`fak_core.gateway.mcp_proxy.McpProxy.current_pins`) and
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +26,7 @@ from typing import Any, Literal
 import mcp_types as types
 import orjson
 
-from fak_core.gateway.mcp_downstream import ServerConfigError
+from fak_core.gateway.mcp_downstream import ServerConfigError, load_config
 
 __all__ = [
     "DIGEST_PREFIX",
@@ -105,18 +103,4 @@ def parse_pins(doc: Any) -> dict[str, dict[str, str]]:
 
 def load_pins(path: str | Path) -> dict[str, dict[str, str]]:
     """Read a pins file (TOML when it ends in ``.toml``, else JSON)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ServerConfigError(f"cannot read pins file {p}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ServerConfigError(f"pins file {p} is not UTF-8 text") from None
-    try:
-        doc = tomllib.loads(text) if p.suffix.lower() == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ServerConfigError(f"{p}: not valid {p.suffix.lstrip('.') or 'JSON'}: {exc}") from None
-    try:
-        return parse_pins(doc)
-    except ServerConfigError as exc:
-        raise ServerConfigError(f"{p}: {exc}") from None
+    return load_config(path, "pins", parse_pins)
