@@ -703,12 +703,17 @@ def load_policy(
         if str(exc).startswith(f"{origin}: "):
             raise
         raise PolicyError(f"{origin}: {exc}") from None
+    _warn_of_guesses(policy, origin)
+    return policy
+
+
+def _warn_of_guesses(policy: Policy, origin: str) -> None:
+    """Log, once, the tools whose sink class ``policy`` leaves to the name heuristics."""
     from fak_core.sinks import guess_warning  # the sink gate reads policies: load it late
 
     warning = guess_warning(policy)
     if warning is not None:
         _log.warning("%s: %s", origin, warning)
-    return policy
 
 
 def default_policy() -> Policy:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from fak_core import Kernel, Result, Status, ToolCall
 from fak_core.cli import main
-from fak_core.policy import load_policy, parse_policy
+from fak_core.policy import Policy, load_policy, parse_policy
 from fak_core.provenance import BUILTIN_TRUSTED, Source
 from fak_core.reasons import Reason
 from fak_core.sinks import guess_warning, guessed_sinks
@@ -42,7 +42,7 @@ OBJECTS = (
     "issue", "comment", "document", "funds", "thread", "user", "file", "repo", "branch",
     "page", "message", "ticket", "payment", "record", "invoice", "calendar", "event",
 )  # fmt: skip
-NAMESPACES = ("", "git", "github", "slack", "gmail", "drive", "bank", "jira")
+NAMESPACES = ("", "git", "github", "slack", "gmail", "drive", "bank", "jira", "api2", "s3")
 # unknown words: no letter run that the EXEC pattern reads (v1 does not gate EXEC)
 UNKNOWN = st.text("bcdfghjklmnpqrtvwxz", min_size=2, max_size=6)
 
@@ -72,7 +72,14 @@ def tool_names(draw: st.DrawFn, verbs: tuple[str, ...]) -> str:
         verb = stem + form
     words.append(verb)
     words.extend(draw(st.lists(st.sampled_from(OBJECTS) | UNKNOWN, min_size=0, max_size=2)))
-    return _styled([w for w in words if w], draw(STYLES))
+    words = [w for w in words if w]
+    styled = _styled(words, draw(STYLES))
+    if draw(st.booleans()):  # an acronym namespace in capitals, or a version after the verb
+        acronym = draw(st.sampled_from(["API", "HTTP", "GH", "V2"]))
+        styled = acronym + (styled[0].upper() + styled[1:])
+    if draw(st.booleans()) and styled.endswith(words[-1]) and words[-1] == verb:
+        styled += draw(st.sampled_from(["2", "3", "10"]))
+    return styled
 
 
 ANY_NAME = st.one_of(
@@ -100,6 +107,9 @@ def test_v2_gates_every_undeclared_tool_unless_it_says_otherwise(
         doc["strict_sinks"] = True
     policy = parse_policy(doc)
     assert policy.strict_sinks is True
+    # a policy built in code means the same: the version decides what left out means
+    assert Policy(version=V2).strict_sinks is True and Policy().strict_sinks is False
+    assert Policy(version=V2, strict_sinks=False).strict_sinks is False
     kernel = Kernel(policy)
     v = kernel.decide(ToolCall.make(tool, "{}", _tainted(kernel)))
     assert v.kind == VerdictKind.DENY and v.reason == Reason.TRUST_VIOLATION, (tool, v)
