@@ -59,6 +59,7 @@ __all__ = [
     "guessed_sinks",
     "has_external_destination",
     "looks_external",
+    "name_words",
     "sink_class",
 ]
 

@@ -95,7 +95,7 @@ def _tainted(kernel: Kernel, trace: str = "t") -> str:
     return trace
 
 
-@pytest.mark.fak_theorem("D2.8")
+@pytest.mark.fak_theorem("D2.8", "C4.3")
 @settings(max_examples=150)
 @given(tool=ANY_NAME, declared=st.lists(ANY_NAME, max_size=3), explicit=st.booleans())
 def test_v2_gates_every_undeclared_tool_unless_it_says_otherwise(
@@ -149,7 +149,7 @@ def test_no_tool_is_a_trusted_source_unless_the_policy_names_it(
     assert kernel.taint("r") == expected, tool
 
 
-@pytest.mark.fak_theorem("D2.8")
+@pytest.mark.fak_theorem("D2.8", "C4.3")
 @settings(max_examples=150)
 @given(tool=tool_names(WRITE_VERBS))
 def test_v1_reads_side_effecting_verbs_as_gated_sinks(tool: str) -> None:
