@@ -139,24 +139,23 @@ def name_words(name: str) -> list[str]:
     (``HTTPServer``: ``http``, ``server``), and between letters and digits; linear."""
     words: list[str] = []
     cur: list[str] = []
-    prev = ""
     n = len(name)
     for i, ch in enumerate(name):
         if not ch.isalnum():
             if cur:
                 words.append("".join(cur).lower())
                 cur = []
-            prev = ""
             continue
-        if cur and (
-            (ch.isupper() and (prev.islower() or prev.isdigit()))
-            or (ch.isupper() and prev.isupper() and i + 1 < n and name[i + 1].islower())
-            or (ch.isdigit() != prev.isdigit())
-        ):
-            words.append("".join(cur).lower())
-            cur = []
+        if cur:  # the character before this one is in the word, a letter or a digit
+            prev = name[i - 1]
+            if (
+                (ch.isupper() and (prev.islower() or prev.isdigit()))
+                or (ch.isupper() and prev.isupper() and i + 1 < n and name[i + 1].islower())
+                or (ch.isdigit() != prev.isdigit())
+            ):
+                words.append("".join(cur).lower())
+                cur = []
         cur.append(ch)
-        prev = ch
     if cur:
         words.append("".join(cur).lower())
     return words

@@ -122,8 +122,11 @@ def test_a_token_minted_right_at_the_start_runs_and_skew_slack_widens_the_epoch(
     why = slack.verify(call, mint_approval(key, "s", "pay", ARGS, 60, T0 + 1.5))
     assert why is not None and why.startswith("the approval was minted before this gateway")
     assert slack.verify(call, mint_approval(key, "s", "pay", ARGS, 60, T0 + 2.0)) is None
-    with pytest.raises(ValueError, match="mint_skew_s"):
-        ApprovalResolver(key, mint_skew_s=-1)
+    for bad in (-1, -0.001, 86400, 86400.5):
+        with pytest.raises(ValueError, match="mint_skew_s"):
+            ApprovalResolver(key, mint_skew_s=bad)
+    for fine in (0, 86399, 86399.5):
+        ApprovalResolver(key, mint_skew_s=fine)
     # a store started later refuses what was minted before it, whatever the resolver's clock
     later = ApprovalResolver(key, clock=lambda: T0, nonces=MemoryNonces(started=T0 + 10))
     assert (later.verify(call, token) or "").startswith("the approval was minted before")

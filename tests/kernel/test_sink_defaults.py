@@ -11,12 +11,13 @@ tool whose class is a guess".
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Result, Status, ToolCall
@@ -24,7 +25,7 @@ from fak_core.cli import main
 from fak_core.policy import Policy, load_policy, parse_policy
 from fak_core.provenance import BUILTIN_TRUSTED, Source
 from fak_core.reasons import Reason
-from fak_core.sinks import guess_warning, guessed_sinks
+from fak_core.sinks import guess_warning, guessed_sinks, name_words
 from fak_core.taint import Taint
 from fak_core.verdicts import VerdictKind
 
@@ -86,6 +87,7 @@ ANY_NAME = st.one_of(
     tool_names(WRITE_VERBS),
     tool_names(READ_VERBS),
     st.sampled_from(BUILTIN_TRUSTED),
+    st.sampled_from(["run_shell", "execCommand", "spawn-process", "drop_table"]),
     st.builds(lambda ws, s: _styled(ws, s), st.lists(UNKNOWN, min_size=1, max_size=3), STYLES),
 )
 
@@ -211,3 +213,50 @@ def test_policy_check_prints_the_warning(
     out = capsys.readouterr().out
     assert "warning:" not in out
     assert "get_status: UNDECLARED (undeclared, a sink under strict_sinks, gated)" in out
+
+
+@st.composite
+def word_lists(draw: st.DrawFn) -> tuple[list[str], str]:
+    """Words (lower-case, digit runs, acronyms) and a separator ('' for camel case) such
+    that the joined name reads back as exactly those words."""
+    sep = draw(st.sampled_from(["", "_", "-", ".", "__"]))
+    lower = st.text("abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=6)
+    digits = st.text("0123456789", min_size=1, max_size=3)
+    acronym = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=2, max_size=4)
+    words = draw(st.lists(st.one_of(lower, digits, acronym), min_size=1, max_size=5))
+    if not sep:  # camel case cannot tell two acronyms or two digit runs apart
+        for a, b in itertools.pairwise(words):
+            assume(not (a.isupper() and b.isupper()) and not (a.isdigit() and b.isdigit()))
+    return words, sep
+
+
+@pytest.mark.fak_theorem("D2.8")
+@settings(max_examples=300)
+@given(word_lists())
+@example((["send", "HTTP", "ab"], ""))  # an acronym, then a word of two letters last
+def test_a_name_reads_back_as_its_words(case: tuple[list[str], str]) -> None:
+    words, sep = case
+    if sep:
+        name = sep.join(words)
+    else:
+        name = words[0] + "".join(w if not w.islower() else w.capitalize() for w in words[1:])
+    assert name_words(name) == [w.lower() for w in words], name
+
+
+@pytest.mark.fak_theorem("D2.8")
+def test_the_warning_names_what_is_guessed_and_nothing_else() -> None:
+    assert guess_warning(parse_policy({})) is None  # names no tool, no prefix
+    assert guess_warning(parse_policy({"deny": {"x": "POLICY_BLOCK"}})) is None
+    only = guess_warning(parse_policy({"allow_prefix": ["get_", "read_"]}))
+    assert only == (
+        "fak-policy/v1 leaves the sink class of these tools to a guess from their names "
+        "(a tainted session reaches every one guessed NONE): every tool under allow_prefix "
+        "'get_', 'read_'; declare them under 'tools' in a fak-policy/v2 policy (whose "
+        "strict_sinks gates every undeclared tool)"
+    )
+    loose = parse_policy({"version": V2, "allow": ["ping_host"], "strict_sinks": False})
+    assert guess_warning(loose) == (
+        "fak-policy/v2 leaves the sink class of these tools to a guess from their names "
+        "(a tainted session reaches every one guessed NONE): ping_host (EGRESS); declare "
+        "them under 'tools', or leave strict_sinks at its default (true)"
+    )
