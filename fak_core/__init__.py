@@ -14,7 +14,13 @@ from fak_core.adjudicators import (
     WitnessResolver,
 )
 from fak_core.admission import HeldStore, ResultScreen, ScreenConfig, ToolScreen
-from fak_core.approvals import ApprovalResolver, MemoryNonces, NonceStore, mint_approval
+from fak_core.approvals import (
+    ApprovalResolver,
+    MemoryNonces,
+    NonceStore,
+    StaleApproval,
+    mint_approval,
+)
 from fak_core.calls import Result, Status, ToolCall
 from fak_core.deadline import DeadlineExceeded, DeadlinePool
 from fak_core.events import Counters, Event, EventKind
@@ -52,7 +58,7 @@ from fak_core.reasons import Disposition, Reason, ReasonRegistry
 from fak_core.rules import ArgumentRule, RuleGate
 from fak_core.schemas import InvalidSchemaError, SchemaRegistry, compile_schema
 from fak_core.sinkclasses import SinkClassRegistry
-from fak_core.sinks import Sink, SinkGate, classify, sink_class
+from fak_core.sinks import Sink, SinkGate, classify, guess_warning, guessed_sinks, sink_class
 from fak_core.statedown import STATE_DOWN, StateUnavailable
 from fak_core.taint import Taint
 from fak_core.verdicts import (
@@ -124,6 +130,7 @@ __all__ = [
     "SinkGate",
     "Source",
     "SourceRegistry",
+    "StaleApproval",
     "StateUnavailable",
     "Status",
     "Taint",
@@ -147,6 +154,8 @@ __all__ = [
     "dump_policy",
     "fold",
     "fold_results",
+    "guess_warning",
+    "guessed_sinks",
     "is_nonblocking",
     "load_policy",
     "mint_approval",

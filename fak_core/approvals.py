@@ -1,7 +1,8 @@
 """Human approvals: signed, single-use tokens bound to one call.
 
 A token is ``fak1.<payload>.<mac>`` (URL-safe base64 without padding): the payload is the
-JSON ``{"t": trace, "tool": tool, "d": args digest, "exp": unix seconds, "n": nonce}`` and
+JSON ``{"t": trace, "tool": tool, "d": args digest, "iat": minted at, "exp": unix seconds,
+"n": nonce}`` and
 the MAC is HMAC-SHA256 under the operator's key over ``fak1.<payload>``. The arguments'
 digest is SHA-256 of their canonical JSON (keys sorted, no white space), so a token
 approves exactly one tool on one session with exactly those arguments, whatever order
@@ -12,6 +13,17 @@ kept until their token expires, in a :class:`NonceStore`: :class:`MemoryNonces` 
 process (bounded: when full, new approvals are refused), or one every replica shares
 (:class:`fak_core.redis_stores.RedisNonces`), so a token spent on one replica is spent on
 all of them.
+
+A store in process memory forgets on restart, so it remembers spends only since it was
+made (:meth:`NonceStore.remembers_since`: the start of the gateway): a token minted before
+then (its ``iat``, the minting host's clock) may have been spent on the process before, and
+is refused (:class:`StaleApproval`, "minted before this gateway started at ...; mint a new
+one"). This start epoch needs no state. Clock skew: a token spent before a restart is
+refused after it as long as the minting host's clock is not ahead of the gateway's by
+more than the restart took (the old process stopped before the new one started; a
+``mint_skew_s`` of slack widens that margin, refusing tokens minted that long after the
+start); a minting clock behind the gateway's only refuses fresh tokens for that long.
+A shared store (Redis) remembers across restarts, and no epoch applies.
 
 The key comes from the host (:func:`approval_key_from_env` reads ``FAK_APPROVAL_KEY``);
 ``fak approve`` mints a token with it.
@@ -33,12 +45,14 @@ import orjson
 
 from fak_core.adjudicators import WitnessOutcome
 from fak_core.calls import ToolCall
+from fak_core.reasons import Reason
 
 __all__ = [
     "APPROVAL_ENV",
     "ApprovalResolver",
     "MemoryNonces",
     "NonceStore",
+    "StaleApproval",
     "approval_key_from_env",
     "canonical_args_digest",
     "mint_approval",
@@ -100,11 +114,13 @@ def mint_approval(
     """A token approving ``tool(args)`` once on ``trace_id`` for ``ttl_s`` seconds."""
     if not 0 < ttl_s <= 86400:
         raise ValueError("an approval lives between 0 and 86400 seconds")
+    minted = time.time() if now is None else now
     payload = {
         "t": trace_id,
         "tool": tool,
         "d": canonical_args_digest(args),
-        "exp": int((time.time() if now is None else now) + ttl_s),
+        "iat": minted,
+        "exp": int(minted + ttl_s),
         "n": secrets.token_hex(16),
     }
     signed = _PREFIX + _b64(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS))
@@ -120,14 +136,25 @@ class NonceStore(Protocol):
         raises (the resolver then refuses the call)."""
         ...
 
+    def remembers_since(self) -> float | None:
+        """The time (unix seconds) from which this store remembers every spend: a token
+        minted before it is refused. None: it remembers spends for as long as a token
+        lives, across restarts of this process (a shared store)."""
+        ...
+
 
 class MemoryNonces:
-    """Spent nonces in this process, at most ``max_used`` live ones."""
+    """Spent nonces in this process, at most ``max_used`` live ones, remembered since
+    ``started`` (unix seconds; by default the time it is made)."""
 
-    def __init__(self, max_used: int = 65536) -> None:
+    def __init__(self, max_used: int = 65536, started: float | None = None) -> None:
         self._used: dict[str, float] = {}
         self._max_used = max_used
         self._lock = threading.Lock()
+        self._started = time.time() if started is None else started
+
+    def remembers_since(self) -> float:
+        return self._started
 
     def spend(self, nonce: str, expires: int, now: float) -> str | None:
         with self._lock:
@@ -141,21 +168,50 @@ class MemoryNonces:
         return None
 
 
+class StaleApproval(Exception):
+    """A token minted before the nonce store started remembering: refused with this reason
+    (the kernel's refusal carries the message)."""
+
+    deny_reason = int(Reason.TRUST_VIOLATION)
+    witness = "refuted"
+
+
+_STALE = "the approval was minted before this gateway started at "
+
+
+def _system_time() -> float:
+    return time.time()
+
+
+def _utc(when: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+
+
 class ApprovalResolver:
-    """Confirms a REQUIRE_WITNESS whose call carries a valid approval token, once."""
+    """Confirms a REQUIRE_WITNESS whose call carries a valid approval token, once.
+
+    ``mint_skew_s`` (seconds, default 0) widens the start epoch: tokens minted that long
+    after the store started are refused too, for a minting host whose clock runs ahead."""
 
     def __init__(
         self,
         key: bytes,
         max_used: int = 65536,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         nonces: NonceStore | None = None,
+        mint_skew_s: float = 0.0,
     ) -> None:
         if len(key) < MIN_KEY_BYTES:
             raise ValueError(f"an approval key needs at least {MIN_KEY_BYTES} bytes")
+        if not 0 <= mint_skew_s < 86400:
+            raise ValueError("mint_skew_s is a number of seconds from 0 to under 86400")
         self._key = key
-        self._clock = clock
-        self.nonces: NonceStore = nonces if nonces is not None else MemoryNonces(max_used)
+        # the system clock, read at each use (None), or the one given
+        self._clock: Callable[[], float] = clock if clock is not None else _system_time
+        self._skew = mint_skew_s
+        self.nonces: NonceStore = (
+            nonces if nonces is not None else MemoryNonces(max_used, started=self._clock())
+        )
 
     def verify(self, call: ToolCall, token: str) -> str | None:
         """None when ``token`` approves ``call`` now (and spends it); else why not."""
@@ -187,14 +243,30 @@ class ApprovalResolver:
         nonce = payload.get("n")
         if not isinstance(nonce, str):
             return "a malformed approval token"
+        since = self.nonces.remembers_since()
+        if since is not None:
+            minted = payload.get("iat")
+            if type(minted) is not int and type(minted) is not float:
+                return (
+                    "the approval token has no minting time (an older fak approve); mint a new one"
+                )
+            if minted < since + self._skew:
+                return (
+                    f"{_STALE}{_utc(since)} (spent approvals are not kept across a "
+                    "restart); mint a new one"
+                )
         return self.nonces.spend(nonce, exp, now)
 
     def resolve(self, call: ToolCall, claim: str) -> WitnessOutcome:
+        """CONFIRMED for a call whose token :meth:`verify` accepts (and spends), REFUTED for
+        one it refuses, ABSTAIN without a token; a token minted before the start epoch
+        raises :class:`StaleApproval`, so the refusal says why and what to do."""
         token = call.meta.get("witness", "")
         if not token:
             return WitnessOutcome.ABSTAIN
-        return (
-            WitnessOutcome.CONFIRMED
-            if self.verify(call, token) is None
-            else (WitnessOutcome.REFUTED)
-        )
+        why = self.verify(call, token)
+        if why is None:
+            return WitnessOutcome.CONFIRMED
+        if why.startswith(_STALE):
+            raise StaleApproval(why)
+        return WitnessOutcome.REFUTED

@@ -65,6 +65,11 @@ def _policy_check(ns: argparse.Namespace) -> int:
     print(f"ok: {ns.file or 'default policy'} {policy_digest(policy)}")
     for line in explain_sinks(policy):
         print(line)
+    from fak_core.sinks import guess_warning
+
+    warning = guess_warning(policy)
+    if warning is not None:
+        print(f"warning: {warning}")
     return 0
 
 

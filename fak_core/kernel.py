@@ -509,9 +509,10 @@ class Kernel:
                 # down) refuses with that reason; any other crash is no confirmation
                 reason = getattr(exc, "deny_reason", None)
                 if isinstance(reason, int):
-                    return Verdict.deny(
-                        reason, "witness", claim=str(exc), meta={"witness": "error", "claim": claim}
-                    )
+                    # a refutation with its reason (a stale approval) says so
+                    said = getattr(exc, "witness", "error")
+                    meta = {"witness": said if said == "refuted" else "error", "claim": claim}
+                    return Verdict.deny(reason, "witness", claim=str(exc), meta=meta)
                 outcome = WitnessOutcome.ABSTAIN
             if outcome == WitnessOutcome.CONFIRMED:
                 return rid

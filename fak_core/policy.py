@@ -2,8 +2,11 @@
 
 A ``fak-policy/v2`` document may also declare tool semantics (``tools``: per tool its
 sink class or ``NONE``, its destination arguments as JSON Pointers and a destination
-allow-list) and ``strict_sinks``; its ``gated_sinks`` default to every sink class the
-registry knows. A v1 document keeps today's meaning and is refused if it uses a v2 key.
+allow-list) and ``strict_sinks`` (default true: an undeclared tool is a sink; a policy
+may set it false); its ``gated_sinks`` default to every sink class the registry knows.
+A v1 document keeps its meaning (sink classes guessed from tool names) and is refused if
+it uses a v2 key; loading one logs a warning naming each tool whose sink class is only
+guessed (:func:`fak_core.sinks.guessed_sinks`), which ``fak policy check`` prints.
 
 Unknown keys and unknown reason names are refused with an error that names the key and
 lists the valid ones. ``load_policy(dump_policy(p)) == p`` for every policy. An empty
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import tomllib
 from collections.abc import Mapping
@@ -67,6 +71,7 @@ _TOOL_DECL_KEYS = (
     "confidential",
 )
 SOURCE_NAMES = ("trusted_local", "untrusted")
+_log = logging.getLogger("fak_core.policy")
 
 
 class PolicyError(ValueError):
@@ -139,8 +144,13 @@ class Policy:
     rate_limit: RateLimit | None = None
     screen: ScreenConfig | None = None
     tools: dict[str, ToolDecl] = field(default_factory=dict)
-    strict_sinks: bool = False
+    #: An undeclared tool is a gated sink; None (left out): true for v2, false for v1.
+    strict_sinks: bool | None = None
     rules: tuple[ArgumentRule, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.strict_sinks is None:
+            object.__setattr__(self, "strict_sinks", self.version == POLICY_V2)
 
     @property
     def is_v2(self) -> bool:
@@ -314,7 +324,7 @@ def parse_policy(
         rate_limit=rate_limit,
         screen=screen,
         tools=_tool_decls(doc.get("tools", {}), classes),
-        strict_sinks=_bool(doc, "strict_sinks", False),
+        strict_sinks=_bool(doc, "strict_sinks", v2),
         rules=_argument_rules(doc.get("rules", []), reasons),
     )
 
@@ -688,17 +698,29 @@ def load_policy(
     if fmt not in ("json", "toml"):
         raise ValueError(f"unknown policy format {fmt!r}: use 'json' or 'toml'")
     try:
-        return parse_policy(_decode(text, fmt, origin), reasons, sinks)
+        policy = parse_policy(_decode(text, fmt, origin), reasons, sinks)
     except PolicyError as exc:
         if str(exc).startswith(f"{origin}: "):
             raise
         raise PolicyError(f"{origin}: {exc}") from None
+    _warn_of_guesses(policy, origin)
+    return policy
+
+
+def _warn_of_guesses(policy: Policy, origin: str) -> None:
+    """Log, once, the tools whose sink class ``policy`` leaves to the name heuristics."""
+    from fak_core.sinks import guess_warning  # the sink gate reads policies: load it late
+
+    warning = guess_warning(policy)
+    if warning is not None:
+        _log.warning("%s: %s", origin, warning)
 
 
 def default_policy() -> Policy:
     """The policy that ships with the package (``fak_core/default_policy.json``)."""
     text = resources.files("fak_core").joinpath("default_policy.json").read_text("utf-8")
-    return load_policy(text, "json")
+    # parsed, not loaded: its guesses are logged by whoever shows it (fak policy check)
+    return parse_policy(json.loads(text))
 
 
 def policy_digest(policy: Policy) -> str:

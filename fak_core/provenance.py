@@ -1,7 +1,9 @@
 """Who authors trust: the kernel's source registry, never the caller or the model.
 
-A tool is ``trusted_local`` (its results may be trusted) or ``untrusted`` (the default).
-Call metadata is never consulted; :func:`claims_self_trust` only reports an attempt.
+A tool is ``trusted_local`` (its results may be trusted) or ``untrusted`` (the default):
+no tool is trusted unless the policy's ``sources`` table (or the host, registering the tool
+it runs) names it, whatever its name says (a file is a classic injection carrier). Call
+metadata is never consulted; :func:`claims_self_trust` only reports an attempt.
 """
 
 from __future__ import annotations
@@ -20,20 +22,18 @@ class Source(StrEnum):
     TRUSTED_LOCAL = "trusted_local"
 
 
-#: Local, read-only tools whose results are trusted unless the policy says otherwise.
+#: Local, read-only tools earlier versions trusted by default. They are untrusted unless the
+#: policy names them (what they read may be anyone's text); kept so checks can name them.
 BUILTIN_TRUSTED = ("Read", "Grep", "Glob", "LS", "NotebookRead", "read_file", "cat")
 
 
 class SourceRegistry:
-    """Tool name → source class; unregistered tools are untrusted."""
+    """Tool name → source class; a tool nobody registered is untrusted (none is built in)."""
 
     __slots__ = ("_sources",)
 
-    def __init__(self, sources: Mapping[str, Source | str] | None = None, builtins: bool = True):
+    def __init__(self, sources: Mapping[str, Source | str] | None = None) -> None:
         self._sources: dict[str, Source] = {}
-        if builtins:
-            for name in BUILTIN_TRUSTED:
-                self._sources[name] = Source.TRUSTED_LOCAL
         for tool, src in (sources or {}).items():
             self.register(tool, src)
 

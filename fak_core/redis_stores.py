@@ -322,6 +322,10 @@ class RedisNonces:
         fresh = self.state.run(self._spend, [key], [int(expires) + self.SKEW_S])
         return None if int(fresh) else "the approval was already used"
 
+    def remembers_since(self) -> None:
+        """Redis outlives a replica's restart: every spend is remembered while it matters."""
+        return None
+
 
 # Destination grounding (policy v2) in Redis. Per session <t>: ``fak:g:<t>`` (a hash:
 # base, tc, uc, n: the session's own bytes, the trusted and untrusted bytes, the chunk

@@ -6,12 +6,21 @@ IPv4 address). The gate denies a gated sink on a tainted or quarantined trace wi
 DENY/TRUST_VIOLATION and a claim naming the sink and the flow, unless the policy
 authorises that tool for that sink. It only ever denies or defers; allowing is the floor's job.
 
+The name heuristics read a tool's name as words (snake_case, camelCase, kebab-case,
+dotted) and call it a sink when a word is a side-effecting verb: the CRUD writes (create,
+add, update, set, ...), communication (send, reply, comment, share, invite, ...),
+publication and transfer (push, publish, upload, transfer, pay, ...), in base, ``-ed`` and
+``-ing`` forms; a write to a system others read carries the session's data out of it, so
+these are EGRESS. A guess is only a guess: :func:`guessed_sinks` names every tool a policy
+leaves to it, and :func:`guess_warning` says so when the policy loads.
+
 A ``fak-policy/v2`` declaration overrides the name heuristics for its tool: its sink
 class (``NONE``: never a sink), and its destination arguments (JSON Pointers). A declared
 sink with destinations is let through a tainted session when every destination value is
 grounded (:class:`fak_core.grounding.GroundingStore`) or in the tool's destination
 allow-list; otherwise it is denied with a claim naming the argument, the value and where
-the value came from. Under ``strict_sinks`` every undeclared tool is a gated sink.
+the value came from. Under ``strict_sinks`` (a v2 policy's default) every undeclared tool
+is a gated sink.
 """
 
 from __future__ import annotations
@@ -46,8 +55,11 @@ __all__ = [
     "classify",
     "embedded_destinations",
     "external_destinations",
+    "guess_warning",
+    "guessed_sinks",
     "has_external_destination",
     "looks_external",
+    "name_words",
     "sink_class",
 ]
 
@@ -75,6 +87,80 @@ _EGRESS = re.compile(
     r"send|email|mail|http|post|fetch|upload|webhook|publish|exfil|tweet|slack|notify|"
     r"forward|sms|request|curl|wget"
 )
+#: Side-effecting verbs, by family (a name holding one as a word is a sink). Words that are
+#: mostly nouns in tool names (order, text, call, label, tag, contact, message, report)
+#: are left out; a policy
+#: declares such tools (v2), and :func:`guess_warning` names every tool left to a guess.
+_DESTRUCTIVE_VERBS = (
+    "delete", "remove", "drop", "truncate", "destroy", "purge", "wipe", "erase", "kill",
+    "terminate", "uninstall", "unlink", "revoke", "cancel", "clear", "reset", "overwrite",
+)  # fmt: skip
+_EGRESS_VERBS = (
+    # communication
+    "send", "email", "mail", "reply", "respond", "comment", "forward", "notify",
+    "announce", "broadcast", "share", "invite", "mention", "tweet", "retweet", "sms", "dm",
+    "ping", "cc",
+    # publication and transfer of data
+    "post", "publish", "upload", "push", "export", "sync", "submit", "transmit", "deploy",
+    "release", "emit", "fetch", "request", "download", "webhook",
+    # CRUD writes: a write to a system others read carries the session's data out of it
+    "create", "add", "insert", "write", "update", "edit", "modify", "set", "put", "patch",
+    "append", "save", "commit", "merge", "rename", "move", "copy", "assign",
+    "grant", "enable", "disable", "schedule", "book", "reserve", "register", "subscribe",
+    "unsubscribe", "follow", "unfollow", "fork", "approve", "reject", "accept", "decline",
+    "archive", "restore", "upsert", "configure", "install", "replace", "react", "vote",
+    "upvote",
+    # moving money or goods
+    "transfer", "pay", "purchase", "buy", "sell", "refund", "withdraw", "deposit", "charge",
+    "donate", "checkout", "invoice",
+)  # fmt: skip
+
+
+def _forms(verbs: Iterable[str]) -> frozenset[str]:
+    """Each verb in its base, ``-ed`` and ``-ing`` forms (regular English spelling, the
+    final consonant doubled too), never the ``-s`` form (the plural of a noun: comments)."""
+    out: set[str] = set()
+    for v in verbs:
+        stem = v[:-1] if v.endswith("e") else v
+        out.update((v, stem + "ed", stem + "ing", v + v[-1] + "ed", v + v[-1] + "ing"))
+        if v.endswith("y"):
+            out.add(v[:-1] + "ied")
+    return frozenset(out)
+
+
+_DESTRUCTIVE_WORDS = _forms(_DESTRUCTIVE_VERBS)
+_EGRESS_WORDS = _forms(_EGRESS_VERBS)
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a tool name, lower case: split at every character that is not a
+    letter or digit, between a lower-case letter or digit and an upper-case one
+    (``sendMail``), before the last capital of a run followed by a lower-case letter
+    (``HTTPServer``: ``http``, ``server``), and between letters and digits; linear."""
+    words: list[str] = []
+    cur: list[str] = []
+    n = len(name)
+    for i, ch in enumerate(name):
+        if not ch.isalnum():
+            if cur:
+                words.append("".join(cur).lower())
+                cur = []
+            continue
+        if cur:  # the character before this one is in the word, a letter or a digit
+            prev = name[i - 1]
+            if (
+                (ch.isupper() and (prev.islower() or prev.isdigit()))
+                or (ch.isupper() and prev.isupper() and i + 1 < n and name[i + 1].islower())
+                or (ch.isdigit() != prev.isdigit())
+            ):
+                words.append("".join(cur).lower())
+                cur = []
+        cur.append(ch)
+    if cur:
+        words.append("".join(cur).lower())
+    return words
+
+
 _DEST_KEYS = frozenset(
     {
         "url",
@@ -245,15 +331,19 @@ def has_external_destination(args: Any) -> bool:
 
 
 def classify(tool: str, args: Any, safe_sinks: Iterable[str] = ()) -> Sink:
-    """EXEC, then DESTRUCTIVE by name; then EGRESS by destination or name; else NONE."""
+    """EXEC, then DESTRUCTIVE by name; then EGRESS by destination or name; else NONE.
+
+    A name is matched by its letters (``_EXEC``, ``_DESTRUCTIVE``, ``_EGRESS``) and by its
+    words (:func:`name_words`) against the side-effecting verb families."""
     name = tool.lower()
     if _EXEC.search(name):
         return Sink.EXEC
-    if _DESTRUCTIVE.search(name):
+    words = name_words(tool)
+    if _DESTRUCTIVE.search(name) or not _DESTRUCTIVE_WORDS.isdisjoint(words):
         return Sink.DESTRUCTIVE
     if args is not None and has_external_destination(args):
         return Sink.EGRESS
-    if _EGRESS.search(name) and tool not in safe_sinks:
+    if tool not in safe_sinks and (_EGRESS.search(name) or not _EGRESS_WORDS.isdisjoint(words)):
         return Sink.EGRESS
     return Sink.NONE
 
@@ -270,6 +360,55 @@ def sink_class(policy: Policy, tool: str, args: Any) -> tuple[str, str]:
     if policy.strict_sinks:
         return UNDECLARED, "strict_sinks"
     return Sink.NONE.value, "heuristic"
+
+
+def _named_tools(policy: Policy) -> list[str]:
+    """Every tool a policy names (allowed, given a source, authorised, ruled, schema'd)."""
+    names = set(policy.allow) | set(policy.tools) | set(policy.sources)
+    names.update(r.tool for r in policy.authorize)
+    names.update(r.tool for r in policy.arg_rules)
+    names.update(r.tool for r in policy.rules)
+    names.update(policy.schemas)
+    return sorted(names)
+
+
+def guessed_sinks(policy: Policy) -> list[tuple[str, str]]:
+    """``(tool, guessed class)`` for each tool the policy names whose sink class only the
+    name heuristics give: every undeclared tool unless ``strict_sinks`` (which gates it)."""
+    if policy.strict_sinks:
+        return []
+    out: list[tuple[str, str]] = []
+    for tool in _named_tools(policy):
+        sink, why = sink_class(policy, tool, None)
+        if why == "heuristic":
+            out.append((tool, sink))
+    return out
+
+
+def guess_warning(policy: Policy) -> str | None:
+    """The warning a policy that leaves tools' sink classes to the name heuristics loads
+    with, naming each such tool and its guessed class (and the ``allow_prefix`` patterns,
+    whose tools are guessed too); None when nothing is guessed."""
+    if policy.strict_sinks:
+        return None
+    guessed = guessed_sinks(policy)
+    if not guessed and not policy.allow_prefix:
+        return None
+    parts = [f"{tool} ({sink})" for tool, sink in guessed]
+    if policy.allow_prefix:
+        prefixes = ", ".join(repr(p) for p in policy.allow_prefix)
+        parts.append(f"every tool under allow_prefix {prefixes}")
+    fix = (
+        "declare them under 'tools' in a fak-policy/v2 policy (whose strict_sinks gates "
+        "every undeclared tool)"
+        if not policy.is_v2
+        else "declare them under 'tools', or leave strict_sinks at its default (true)"
+    )
+    return (
+        f"{policy.version} leaves the sink class of these tools to a guess from their "
+        f"names (a tainted session reaches every one guessed NONE): {', '.join(parts)}; "
+        f"{fix}"
+    )
 
 
 def _strings(value: Any) -> list[str]:
@@ -314,7 +453,7 @@ class SinkGate:
         self._gated = frozenset(policy.gated_sinks)
         self._authorized = frozenset((r.tool, r.sink) for r in policy.authorize)
         self._decls = dict(policy.tools)
-        self._strict = policy.strict_sinks
+        self._strict = bool(policy.strict_sinks)
         # a policy that declares no confidential fields asks no store
         self._confidential = any(d.confidential for d in policy.tools.values())
         # an entry with no canonical form allows nothing (the parser refuses one)

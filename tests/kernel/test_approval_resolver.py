@@ -12,7 +12,7 @@ import pytest
 
 from fak_core import ToolCall
 from fak_core.adjudicators import WitnessOutcome
-from fak_core.approvals import ApprovalResolver, mint_approval
+from fak_core.approvals import ApprovalResolver, MemoryNonces, mint_approval
 
 NOW = 2_000_000.0
 
@@ -27,6 +27,9 @@ class _Recording:
         seen = any(n == nonce for n, _, _ in self.spent)
         self.spent.append((nonce, expires, now))
         return "spent" if seen else None
+
+    def remembers_since(self) -> None:
+        return None  # as a shared store: it outlives any one resolver
 
 
 def _call(token: str) -> ToolCall:
@@ -53,7 +56,9 @@ def test_a_key_under_32_bytes_is_refused(size: int) -> None:
 def test_expiry_is_read_on_the_resolvers_clock(age: int) -> None:
     key = b"c" * 32
     token = mint_approval(key, "s", "pay", {"to": "x"}, 60, NOW)
-    resolver = ApprovalResolver(key, clock=lambda: NOW + age)
+    # the store started before the mint (the gateway was running): only expiry decides
+    store = MemoryNonces(started=NOW)
+    resolver = ApprovalResolver(key, clock=lambda: NOW + age, nonces=store)
     expected = WitnessOutcome.CONFIRMED if age < 60 else WitnessOutcome.REFUTED
     assert resolver.resolve(_call(token), "claim") == expected
 

@@ -167,13 +167,13 @@ def test_an_ungrounded_destination_waits_for_a_human_and_runs_once_approved() ->
 @pytest.mark.fak_theorem("C4.8")
 def test_fak_approve_mints_a_token_the_kernel_accepts() -> None:
     args = '{"to": "x@y.example"}'
+    k = _kernel()  # the gateway runs before the approval is minted (its start epoch)
     env = {"FAK_APPROVAL_KEY": KEY.decode(), "PATH": ""}
     cmd = [sys.executable, "-m", "fak_core.cli", "approve", "--trace", "s", "--tool", "pay"]
     out = subprocess.run(
         [*cmd, "--args", args], capture_output=True, text=True, env=env, check=True
     )
     token = out.stdout.strip()
-    k = _kernel()
     assert k.syscall(_call("s", "pay", json.loads(args), token))[1].kind == VerdictKind.ALLOW
     missing = subprocess.run(cmd, capture_output=True, text=True, env={"PATH": ""})
     assert missing.returncode == 2 and "FAK_APPROVAL_KEY" in missing.stderr
@@ -198,7 +198,13 @@ def test_every_refusal_says_why() -> None:
     clock = Clock()
     r = ApprovalResolver(KEY, clock=clock)
     call = _call("s", "pay", {"a": 1}, "")
-    good = {"t": "s", "tool": "pay", "d": canonical_args_digest({"a": 1}), "exp": 1_000_060}
+    good = {
+        "t": "s",
+        "tool": "pay",
+        "d": canonical_args_digest({"a": 1}),
+        "iat": 1_000_000,
+        "exp": 1_000_060,
+    }
     assert r.verify(call, "nope") == "not an approval token"
     assert r.verify(call, "fak1" + "x" * 10) == "not an approval token"
     # a payload is read only under a matching MAC (see test_approval_forgery.py)
@@ -222,6 +228,17 @@ def test_every_refusal_says_why() -> None:
     assert r.verify(call, _signed({**good, "exp": 1_000_000, "n": "a"})) == (
         "the approval has expired"  # expiry is exclusive: at exp it is already expired
     )
+    # the resolver's store started at the clock's 1_000_000: a token minted before it (or
+    # with no minting time) may have been spent before a restart
+    no_iat = {k: v for k, v in good.items() if k != "iat"}
+    for bad in ({**no_iat, "n": "a"}, {**good, "iat": "1000000", "n": "a"}):
+        assert r.verify(call, _signed(bad)) == (
+            "the approval token has no minting time (an older fak approve); mint a new one"
+        )
+    assert r.verify(call, _signed({**good, "iat": 999_999.5, "n": "a"})) == (
+        "the approval was minted before this gateway started at 1970-01-12T13:46:40Z "
+        "(spent approvals are not kept across a restart); mint a new one"
+    )
     assert r.verify(call, _signed({**good, "n": "a"})) is None
     assert r.verify(call, _signed({**good, "n": "a"})) == "the approval was already used"
     long = _signed({**good, "n": "b", "pad": "x" * MAX_TOKEN_CHARS})
@@ -243,7 +260,7 @@ def test_spent_nonces_are_bounded_and_fail_closed() -> None:
     clock = Clock()
     r = ApprovalResolver(KEY, max_used=2, clock=clock)
     call = _call("s", "pay", {}, "")
-    good = {"t": "s", "tool": "pay", "d": canonical_args_digest({})}
+    good = {"t": "s", "tool": "pay", "d": canonical_args_digest({}), "iat": 1_000_000}
     assert r.verify(call, _signed({**good, "exp": 1_000_010, "n": "1"})) is None
     assert r.verify(call, _signed({**good, "exp": 1_000_100, "n": "2"})) is None
     third = _signed({**good, "exp": 1_000_100, "n": "3"})

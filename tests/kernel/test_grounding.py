@@ -456,6 +456,12 @@ NAMES = {  # a name-heuristics table written by hand: the oracle for undeclared 
     "run_shell": "EXEC",
     "lookup": "NONE",
     "get_page": "NONE",
+    "git_push": "EGRESS",
+    "createIssue": "EGRESS",
+    "invite-user": "EGRESS",
+    "transfer.funds": "EGRESS",
+    "get_comments": "NONE",
+    "cancelOrder": "DESTRUCTIVE",
 }
 CLASSES = ("EXEC", "DESTRUCTIVE", "EGRESS", "SPEND", "CREDENTIAL")
 
@@ -566,7 +572,14 @@ def test_policy_check_explains_each_tools_sink_class(
     assert main(["policy", "check", str(v1)]) == 0
     out = capsys.readouterr().out
     assert "send_money: EGRESS (by the name heuristics, gated" in out
-    assert "update_password: NONE (by the name heuristics, not a sink" in out
+    assert "update_password: EGRESS (by the name heuristics, gated" in out
+    assert "get_balance: NONE (by the name heuristics, not a sink" in out
+    assert (
+        "warning: fak-policy/v1 leaves the sink class of these tools to a guess from their "
+        "names (a tainted session reaches every one guessed NONE): get_balance (NONE), "
+        "send_money (EGRESS), update_password (EGRESS); declare them under 'tools' in a "
+        "fak-policy/v2 policy (whose strict_sinks gates every undeclared tool)\n"
+    ) in out
     v2 = Path(str(tmp_path)) / "v2.toml"
     v2.write_text(
         'version = "fak-policy/v2"\nallow = ["send_money", "get_balance", "other"]\n'

@@ -82,6 +82,9 @@ class _Nonces:
         self.spent.append(nonce)
         return None
 
+    def remembers_since(self) -> None:
+        return None  # a shared store: no start epoch
+
 
 def _needs_approval(view: CallView) -> Verdict:
     return Verdict.require_witness("a human approved the payment", "test")

@@ -13,10 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, PolicyError, Reason, Taint, ToolCall, VerdictKind, load_policy
+from fak_core.policy import ToolDecl
 from fak_core.rules import ArgumentRule
 
 REASONS = {"POLICY_BLOCK": Reason.POLICY_BLOCK, "SECRET_EXFIL": Reason.SECRET_EXFIL}
 TOOLS = ("pay", "refund")
+#: the tools are declared no sinks, so only the rules (and the floor) decide
+NOT_SINKS = {t: {"sink": "NONE"} for t in TOOLS}
+PAY_NOT_A_SINK = {"pay": ToolDecl("NONE")}
 rules_st = st.lists(
     st.tuples(
         st.none() | st.integers(0, 50),  # lo (None: no condition, every call)
@@ -72,7 +76,12 @@ def _first_match(raw: list[Raw], tool: str, amount: int, tainted: bool) -> int |
 @pytest.mark.fak_theorem("D2.9")
 @given(rules_st, st.sampled_from(["json", "toml"]), st.integers(0, 100))
 def test_the_first_matching_rule_by_priority_decides(raw: list[Raw], fmt: str, extra: int) -> None:
-    doc = {"version": "fak-policy/v2", "allow": list(TOOLS), "rules": [_rule_doc(r) for r in raw]}
+    doc = {
+        "version": "fak-policy/v2",
+        "allow": list(TOOLS),
+        "tools": NOT_SINKS,  # the rules alone decide: the sink gate has no opinion
+        "rules": [_rule_doc(r) for r in raw],
+    }
     k = Kernel(load_policy(json.dumps(doc) if fmt == "json" else tomli_w.dumps(doc), fmt))
     for session in SESSIONS:
         k.ledger.raise_to(session.label, session)
@@ -151,7 +160,10 @@ def test_taint_conditions_claims_ties_and_unparseable_arguments() -> None:
     fallback = ArgumentRule("pay", "deny", True, "any", 0, "SECRET_EXFIL", "too much")
     k = Kernel(
         Policy(
-            version="fak-policy/v2", allow=("pay",), rules=(trusted_only, tainted_only, fallback)
+            version="fak-policy/v2",
+            allow=("pay",),
+            tools=PAY_NOT_A_SINK,
+            rules=(trusted_only, tainted_only, fallback),
         )
     )
     clean = k.decide(ToolCall("pay", "{}", "clean"))
@@ -170,7 +182,9 @@ def test_taint_conditions_claims_ties_and_unparseable_arguments() -> None:
     # equal priorities: file order; the named reason and claim are the rule's own
     first = ArgumentRule("pay", "deny", True, "any", 1, "SECRET_EXFIL", "first")
     second = ArgumentRule("pay", "deny", True, "any", 1, "POLICY_BLOCK", "second")
-    k = Kernel(Policy(version="fak-policy/v2", allow=("pay",), rules=(first, second)))
+    k = Kernel(
+        Policy(version="fak-policy/v2", allow=("pay",), tools=PAY_NOT_A_SINK, rules=(first, second))
+    )
     v = k.decide(ToolCall("pay", "{}", "clean"))
     assert (v.reason, v.claim) == (Reason.SECRET_EXFIL, "first")
     # arguments that are not a JSON object are refused as MALFORMED before any rule;

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from fak_core import Kernel, Policy, Reason, ToolCall, VerdictKind
+from fak_core.policy import ToolDecl
 from fak_core.rules import ArgumentRule
 from fak_core.taint import Taint
 
@@ -24,7 +25,9 @@ def test_a_rule_refuses_with_a_reason_the_host_registered(effect: str) -> None:
         ArgumentRule("pay", effect, {"required": ["big"]}, "any", 1, "HOLD_FOR_REVIEW", "held"),
         ArgumentRule("pay", "deny", True, "tainted", 0),
     )
-    k.set_policy(Policy(version="fak-policy/v2", allow=("pay",), rules=rules))
+    # pay is declared no sink: the rules alone decide on the tainted session
+    pay = {"pay": ToolDecl("NONE")}
+    k.set_policy(Policy(version="fak-policy/v2", allow=("pay",), tools=pay, rules=rules))
     kind = VerdictKind.DENY if effect == "deny" else VerdictKind.REQUIRE_WITNESS
     gate = k.rules.adjudicate(k.view(ToolCall("pay", '{"big": 1}', "clean")))
     assert (gate.kind, gate.reason, gate.claim, gate.meta["rule"]) == (kind, HOLD, "held", "0")

@@ -47,6 +47,50 @@ def strict_ignored() -> Any:
     return mock.patch.object(SinkGate, "set_policy", set_policy)
 
 
+@mutant("D2.8/strict-sinks-opt-in")
+def strict_sinks_opt_in() -> Any:
+    """A v2 policy that leaves ``strict_sinks`` out reads it as false (the original bug):
+    an undeclared tool the name heuristics call harmless reaches a tainted session."""
+    policy_mod = importlib.import_module("fak_core.policy")
+    real_bool = policy_mod._bool
+    real_post = Policy.__post_init__
+
+    def _bool(doc: Any, key: str, default: bool) -> bool:
+        return bool(real_bool(doc, key, False if key == "strict_sinks" else default))
+
+    def post_init(self: Policy) -> None:
+        if self.strict_sinks is None:
+            object.__setattr__(self, "strict_sinks", False)
+        real_post(self)
+
+    return _chain(
+        mock.patch.object(policy_mod, "_bool", _bool),
+        mock.patch.object(Policy, "__post_init__", post_init),
+    )
+
+
+@mutant("D2.8/verbs-unread")
+def verbs_unread() -> Any:
+    """The name heuristics read only their letter patterns, never the name's words (the
+    original bug): git_push, create_issue, add_comment, invite_user are no sinks in v1."""
+    return mock.patch.object(_sinks, "name_words", return_value=[])
+
+
+@mutant("D2.8/read-file-trusted-default")
+def read_file_trusted_default() -> Any:
+    """Local read tools (read_file, cat, Read, ...) are trusted sources unless the policy
+    says otherwise (the original bug): what a file says is taken as trusted."""
+    provenance = importlib.import_module("fak_core.provenance")
+    real_init = provenance.SourceRegistry.__init__
+
+    def init(self: Any, sources: Any = None) -> None:
+        real_init(
+            self, {**dict.fromkeys(provenance.BUILTIN_TRUSTED, "trusted_local"), **(sources or {})}
+        )
+
+    return mock.patch.object(provenance.SourceRegistry, "__init__", init)
+
+
 @mutant("C4.6/untrusted-grounds")
 def untrusted_grounds() -> Any:
     """Every admitted result grounds destinations, untrusted ones included."""
@@ -248,6 +292,17 @@ def replayable() -> Any:
         return None
 
     return mock.patch.object(_approvals.MemoryNonces, "spend", spend)
+
+
+@mutant("C4.8/nonces-forget-on-restart")
+def nonces_forget_on_restart() -> Any:
+    """The in-process nonce store claims to remember every spend for ever (the original
+    bug): a token spent before a restart releases its call again after it."""
+
+    def remembers_since(self: Any) -> float | None:
+        return None
+
+    return mock.patch.object(_approvals.MemoryNonces, "remembers_since", remembers_since)
 
 
 @mutant("C4.8/expiry-ignored")

@@ -139,11 +139,12 @@ def test_an_approval_spent_on_one_replica_is_refused_on_the_other(
     pair, oracle = replicas(redis_server.url, PAY), Kernel(PAY)
     trace = "c47a-" + uuid.uuid4().hex
     args = json.dumps({"to": "DE89370400440532013000"})
-    token = mint_approval(KEY, trace, "pay", json.loads(args))
     for kernel in (*pair.values(), oracle):
         assert kernel.enable_approvals(KEY)
         kernel.register_tool("pay", lambda _args: "paid")
         kernel.ledger.raise_to(trace, Taint.TAINTED)
+    # minted once the gateways run: the oracle's in-process store refuses earlier tokens
+    token = mint_approval(KEY, trace, "pay", json.loads(args))
     for name in order:
         call = ToolCall.make("pay", args, trace, meta={"witness": token})
         got, got_v = pair[name].syscall(call)
