@@ -237,19 +237,33 @@ def embedded_destinations(text: str) -> list[str]:
     Markdown escapes, percent-encoding decoded); linear in the text."""
     found: dict[str, None] = {}
     for word in text.split():
-        views = decoded_views(word)
-        # a word a reader decodes is read as decoded: as written, it names at most a host
-        # holding "&" (no DNS name does) or the decoded link's host with another path
-        for view in views[1:] or views:
-            for raw in view.split():
-                # the word, and every link inside it (``[x](https://y/)``, ``href="..."``)
-                pieces = destination_pieces(raw)
-                for piece in tuple(pieces):
-                    pieces.extend(_nested(piece))
-                for w in pieces:
-                    if w not in found and looks_external(w, False):
-                        found[w] = None
+        if word.isascii() and _NO_DESTINATION.isdisjoint(word):
+            continue  # no view of it holds a dot, a colon or a non-ASCII character
+        for w in _word_destinations(word):
+            found.setdefault(w, None)
     return list(found)
+
+
+#: An ASCII word with none of these names no destination in any view: a destination holds
+#: a dot, a colon or a non-ASCII character (:func:`looks_external`), and only a character
+#: reference (``&``) or a percent triplet (``%``) writes one that is not there as written.
+_NO_DESTINATION = frozenset(".:&%")
+
+
+def _word_destinations(word: str) -> list[str]:
+    """The destinations one word of free text names, in every view of it."""
+    found: list[str] = []
+    views = decoded_views(word)
+    # a word a reader decodes is read as decoded: as written, it names at most a host
+    # holding "&" (no DNS name does) or the decoded link's host with another path
+    for view in views[1:] or views:
+        for raw in view.split():
+            # the word, and every link inside it (``[x](https://y/)``, ``href="..."``)
+            pieces = destination_pieces(raw)
+            for piece in tuple(pieces):
+                pieces.extend(_nested(piece))
+            found.extend(w for w in pieces if looks_external(w, False))
+    return found
 
 
 #: where a link starts in a decoded query: an authority's ``//`` (with or without a

@@ -158,3 +158,30 @@ def test_nested_encodings_are_decoded_once() -> None:
     found = embedded_destinations('<img src="https&amp;#58;//evil.example/p.png">')
     assert "https://evil.example/p.png" not in found
     assert "https&#58;//evil.example/p.png" not in decoded_views("https&amp;amp;#58;//e")
+
+
+#: a word for each character that lets a word name a destination, with none of the others
+ONE_TRIGGER = {
+    ".": ("evil.example", "evil.example"),
+    ":": ("http://localhost/x", "http://localhost/x"),
+    "&": ("https&#58;&#47;&#47;evil&#46;example", "https://evil.example"),
+    "%": ("https%3A%2F%2Fevil%2Eexample", "https://evil.example"),
+    "non-ASCII": ("b\u00fccher\u3002de", "b\u00fccher\u3002de"),
+}
+
+
+@pytest.mark.fak_theorem("C4.6")
+@pytest.mark.parametrize("trigger", sorted(ONE_TRIGGER))
+def test_each_character_that_can_start_a_destination_is_read(trigger: str) -> None:
+    word, dest = ONE_TRIGGER[trigger]
+    assert dest in embedded_destinations(f"see {word} now"), word
+
+
+@pytest.mark.fak_theorem("C4.6")
+@settings(max_examples=300)
+@given(st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters=".:&%")))
+def test_an_ascii_word_without_a_dot_colon_reference_or_triplet_names_nothing(word: str) -> None:
+    """What lets the reading skip a word: every view of it, read in full, names nothing."""
+    from fak_core.sinks import _word_destinations
+
+    assert _word_destinations(word) == []
