@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from fak_core.gateway.proxy_io import durable_stream
 from fak_core.gateway.state import GatewayState
 from fak_core.journal import JournalError
 from fak_core.nonblocking import is_nonblocking
@@ -76,7 +77,7 @@ class TurnText:
             out = await anyio.to_thread.run_sync(stream.feed, piece)
         if len(stream.removed) > before:
             self._journal(stream.removed[before:])
-            await self.state.durable()
+            await durable_stream(self.state)  # a failed journal ends the stream (503)
         return out
 
     def _journal(self, removed: list[str]) -> None:
