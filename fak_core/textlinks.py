@@ -38,24 +38,24 @@ MAX_HELD_CHARS = 4096
 _WORDS = re.compile(r"\s+|\S+")
 #: what a word cut at the bound could be the start of a link with
 _LINKISH = frozenset("/:&%\\@")
+#: what the marker never carries from a host: Markdown's and HTML's brackets
+_MARKUP = frozenset("[]()<>`")
 
 
 def _host(dest: str) -> str:
-    """The host a destination names (its domain for an e-mail address), else the value."""
-    at = dest.rpartition("@")[2] if "://" not in dest and "@" in dest else ""
-    candidate = dest if "://" in dest or dest.startswith("//") else "http://" + (at or dest)
-    if candidate.startswith("//"):
-        candidate = "http:" + candidate
+    """The host a destination names by WHATWG's reading (an e-mail address, ``mailto:``
+    or not, reads as userinfo before its domain), else its first 80 characters."""
     try:
-        host = ada_url.URL(candidate).hostname
+        host = ada_url.URL(dest if "://" in dest else "http://" + dest).hostname
     except ValueError:
         host = ""
     return host or dest[:80]
 
 
 def marker(dest: str) -> str:
-    """What replaces a word naming ``dest``: its host, dots bracketed (no link)."""
-    host = "".join(c if c.isprintable() and c not in "[]()<>`" else "?" for c in _host(dest))
+    """What replaces a word naming ``dest``: its host, dots bracketed, any character that
+    is not printable or that Markdown or HTML reads as markup written ``?`` (no link)."""
+    host = "".join("?" if c in _MARKUP or not c.isprintable() else c for c in _host(dest))
     return f"[link removed by fak: ungrounded destination {host.replace('.', '[.]')}]"
 
 
@@ -73,7 +73,7 @@ def police_text(text: str, grounded: Callable[[str], bool]) -> tuple[str, list[s
     removed: list[str] = []
     for m in _WORDS.finditer(text):
         word = m.group()
-        bad = None if word[0].isspace() else _ungrounded(word, grounded)
+        bad = None if word.isspace() else _ungrounded(word, grounded)
         if bad is None:
             out.append(word)
         else:
@@ -116,15 +116,17 @@ class TextStream:
         return "".join(out)
 
     def _cut(self) -> str:
-        """A held word past the bound: decided as it stands, fail closed."""
+        """A held word past the bound: decided as it stands, fail closed (a word that could
+        start a link is replaced as if it named the place it reads as)."""
         word, self._held = self._held, ""
         bad = _ungrounded(word, self.grounded)
-        if bad is None and not _LINKISH.intersection(word):
-            return word
+        if bad is None:
+            if _LINKISH.isdisjoint(word):
+                return word
+            bad = word
         self._dropping = True
-        dest = bad if bad is not None else word[: self.max_held]
-        self.removed.append(dest)
-        return marker(dest) if bad is not None else "[link removed by fak: word too long]"
+        self.removed.append(bad)
+        return marker(bad)
 
     def end(self) -> str:
         """The rest of the text, decided."""

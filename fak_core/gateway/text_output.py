@@ -16,6 +16,7 @@ byte for byte.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,15 +69,12 @@ class TurnText:
     async def feed(self, stream: TextStream, piece: str | None) -> str:
         """What of ``stream``'s text may go out after ``piece`` (None: the text ended);
         a removal is on record before the text that replaces it is returned."""
+        step = stream.end if piece is None else functools.partial(stream.feed, piece)
         before = len(stream.removed)
-        if self._inline:
-            out = stream.end() if piece is None else stream.feed(piece)
-        elif piece is None:
-            out = await anyio.to_thread.run_sync(stream.end)
-        else:
-            out = await anyio.to_thread.run_sync(stream.feed, piece)
-        if len(stream.removed) > before:
-            self._journal(stream.removed[before:])
+        out = step() if self._inline else await anyio.to_thread.run_sync(step)
+        removed = stream.removed[before:]
+        if removed:
+            self._journal(removed)
             await durable_stream(self.state)  # a failed journal ends the stream (503)
         return out
 

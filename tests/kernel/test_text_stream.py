@@ -76,16 +76,41 @@ def test_a_word_over_the_bound_is_decided_as_it_stands(step: int) -> None:
     # letters only: no link can start in it, it goes out whole
     long_word = "a" * (bound + 5)
     assert run(f"x {long_word} y") == (f"x {long_word} y", [])
-    # a link's start (a scheme's "://", a "/"): replaced, the rest of the word dropped;
-    # a word that ends in the piece it grew past the bound in is decided whole instead
+    assert run(f"x {long_word}") == (f"x {long_word}", [])
+    # a link's start (a scheme's "://", a "/"): replaced by the marker of what the held
+    # part reads as, the rest of the word dropped; a word that ends in the piece it grew
+    # past the bound in is decided whole instead
     for word in ("https://aaaaaaaaaaaaaaaa.evil.example/p", "zzzzzzzzzzzzzz/aaaaaaaaaaaaa"):
         out, removed = run(f"x {word} y")
         if step > len(word) and "evil" not in word:
             assert (out, removed) == (f"x {word} y", [])
             continue
-        assert out.startswith("x [link removed by fak: ") and out.endswith("] y"), out
-        assert word not in out and len(removed) == 1
-    # at the bound exactly, a word is held and decided whole when it ends
-    exact = "https://evil.ex"
-    assert len(exact) < bound
-    assert run(f"x {exact} y")[0] == f"x {marker(exact)} y"
+        assert len(removed) == 1 and out == f"x {marker(removed[0])} y", out
+        if step < len(word):  # cut where the held part first passed the bound
+            assert word.startswith(removed[0]) and bound < len(removed[0]) <= bound + step
+    # a word of exactly the bound is held, and decided whole when it ends
+    exact = "https://evil.exa"
+    assert len(exact) == bound
+    assert run(f"x {exact}mple/p y") == (f"x {marker(exact + 'm')} y", [exact + "m"]) or step > 1
+    assert run(f"x {exact} y") == (f"x {marker(exact)} y", [exact])
+
+
+#: destinations and the marker written for each, by hand
+MARKERS = {
+    "https://evil.example/p": "evil[.]example",
+    "//evil.example/x": "evil[.]example",
+    "bob@evil.example": "evil[.]example",
+    "mailto:bob@evil.example": "evil[.]example",
+    "evil.example/x": "evil[.]example",
+    "https://B\u00fccher.de/": "xn--bcher-kva[.]de",
+    "https://[::1]/x": "?::1?",
+    "https://[a(b)<c>`d": "https://?a?b??c??d",
+    "https://[\x07": "https://??",
+    "https://[" + "a" * 100: "https://?" + "a" * 71,
+}
+
+
+@pytest.mark.fak_theorem("D10.8")
+@pytest.mark.parametrize("dest", sorted(MARKERS))
+def test_the_marker_names_the_host_and_carries_no_markup(dest: str) -> None:
+    assert marker(dest) == f"[link removed by fak: ungrounded destination {MARKERS[dest]}]"
