@@ -38,8 +38,9 @@ MAX_HELD_CHARS = 4096
 _WORDS = re.compile(r"\s+|\S+")
 #: what a word cut at the bound could be the start of a link with
 _LINKISH = frozenset("/:&%\\@")
-#: what the marker never carries from a host: Markdown's and HTML's brackets
-_MARKUP = frozenset("[]()<>`")
+#: what the marker never carries from a host: Markdown's and HTML's brackets, and the
+#: ampersand that starts an HTML character reference
+_MARKUP = frozenset("[]()<>`&")
 
 
 def _host(dest: str) -> str:

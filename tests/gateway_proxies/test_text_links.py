@@ -228,8 +228,9 @@ async def client_text(app: Starlette, wire: str, stream: bool, tainted: bool) ->
         return "".join(b.text for b in msg.content if b.type == "text")
 
 
-#: a marker: the host's labels with their dots bracketed
-MARK = r"\[link removed by fak: ungrounded destination (?:[a-z0-9-]|\[\.\])+\]"
+#: a marker: a host (whatever a reader of the word took for one), dots bracketed, no
+#: white space, bracket or ampersand
+MARK = r"\[link removed by fak: ungrounded destination (?:[^\s\[\]&]|\[\.\])+\]"
 
 
 async def fak_record(app: Starlette, wire: str, stream: bool) -> dict[str, Any]:

@@ -104,7 +104,7 @@ MARKERS = {
     "evil.example/x": "evil[.]example",
     "https://B\u00fccher.de/": "xn--bcher-kva[.]de",
     "https://[::1]/x": "?::1?",
-    "https://[a(b)<c>`d": "https://?a?b??c??d",
+    "https://[a(b)<c>`d&#1;": "https://?a?b??c??d?#1;",
     "https://[\x07": "https://??",
     "https://[" + "a" * 100: "https://?" + "a" * 71,
 }
