@@ -291,7 +291,7 @@ async def _policed(
         rest = await policer.feed(stream, None)
         if rest:
             yield _text_delta(index, rest)
-        yield sse_event(kind, {**ev, "index": index})
+        yield sse_event(kind, {"type": kind, "index": index})
         return
     delta = ev.get("delta")
     if isinstance(delta, dict) and delta.get("type") == "text_delta":

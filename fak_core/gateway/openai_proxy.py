@@ -282,15 +282,12 @@ _TEXT_FIELDS = ("content", "refusal")
 
 
 async def _police_message(policer: TurnText, message: dict[str, Any]) -> None:
-    """The model's text in a message (a string, or the text of its text parts), policed."""
+    """The model's text in a message (the SDK types ``content`` and ``refusal`` as
+    strings), policed."""
     for key in _TEXT_FIELDS:
         value = message.get(key)
         if isinstance(value, str):
             message[key] = await policer.police(value)
-        elif isinstance(value, list):
-            for part in value:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    part["text"] = await policer.police(part["text"])
 
 
 class OpenAIProxy(WireProxy):

