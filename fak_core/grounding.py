@@ -52,6 +52,7 @@ from typing import Any
 import ada_url
 
 from fak_core.hosts import HostError, destination_hosts, names_network_host
+from fak_core.linkviews import decoded_views
 from fak_core.nonblocking import nonblocking
 
 __all__ = [
@@ -298,11 +299,12 @@ def _scan(text: str) -> tuple[str, frozenset[tuple[str, str]]]:
     """The text's words (joined by one space) and the canonical specials in it."""
     words = _words(text)
     specials: set[tuple[str, str]] = set()
-    for raw in text.split():
-        for piece in destination_pieces(raw):
-            s = _special(piece)
-            if s is not None:
-                specials.add(s)
+    for view in decoded_views(text):  # what each reader of the text decodes (C4.6)
+        for raw in view.split():
+            for piece in destination_pieces(raw):
+                s = _special(piece)
+                if s is not None:
+                    specials.add(s)
     specials.update(_ibans(words))
     # a sentence that ends in a host with no space after its full stop ("see x.com.Then")
     for m in _RUN_ON.finditer(text):

@@ -41,6 +41,7 @@ from fak_core.grounding import (
 )
 from fak_core.hosts import names_network_host
 from fak_core.ledger import TaintLedger
+from fak_core.linkviews import MAX_LINK_TEXT, TooLongToRead, decoded_views, percent_nested
 from fak_core.nonblocking import nonblocking
 from fak_core.policy import Policy, ToolDecl
 from fak_core.reasons import Reason
@@ -317,12 +318,65 @@ def external_destinations(args: Any, first_only: bool = False) -> list[str]:
 def embedded_destinations(text: str) -> list[str]:
     """Every word of free text that names an external destination (a URL, an e-mail
     address, a host), surrounding punctuation stripped, and every one written inside a
-    word (:func:`fak_core.grounding.destination_pieces`); linear in the text."""
+    word (:func:`fak_core.grounding.destination_pieces`), in every view of the text a
+    reader may see (:func:`fak_core.linkviews.decoded_views`: HTML character references,
+    Markdown escapes, percent-encoding decoded); linear in the text."""
+    found: dict[str, None] = {}
+    for word in text.split():
+        if word.isascii() and _NO_DESTINATION.isdisjoint(word):
+            continue  # no view of it holds a dot, a colon or a non-ASCII character
+        for w in _word_destinations(word):
+            found.setdefault(w, None)
+    return list(found)
+
+
+#: An ASCII word with none of these names no destination in any view: a destination holds
+#: a dot, a colon or a non-ASCII character (:func:`looks_external`), and only a character
+#: reference (``&``) or a percent triplet (``%``) writes one that is not there as written.
+_NO_DESTINATION = frozenset(".:&%")
+
+
+def _word_destinations(word: str) -> list[str]:
+    """The destinations one word of free text names, in every view of it."""
     found: list[str] = []
-    for raw in text.split():
-        # the word, and every link written inside it (``[x](https://y/)``, ``href="..."``)
-        found.extend(w for w in destination_pieces(raw) if looks_external(w, False))
+    views = decoded_views(word)
+    # a word a reader decodes is read as decoded: as written, it names at most a host
+    # holding "&" (no DNS name does) or the decoded link's host with another path
+    for view in views[1:] or views:
+        for raw in view.split():
+            # the word, and every link inside it (``[x](https://y/)``, ``href="..."``)
+            pieces = destination_pieces(raw)
+            for piece in tuple(pieces):
+                pieces.extend(_nested(piece))
+            found.extend(w for w in pieces if looks_external(w, False))
     return found
+
+
+#: where a link starts in a decoded query: an authority's ``//`` (with or without a
+#: scheme: a redirect to ``//host`` is one) or ``mailto:``
+_NESTED_START = re.compile(r"//|mailto:", re.IGNORECASE)
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.:")
+
+
+def _nested(piece: str) -> list[str]:
+    """The links a piece holds once percent-decoded (a server decodes its query once:
+    ``x.org/r?u=https%3A%2F%2Fy``): each link start of the decoded text but the piece's
+    own first one, read from its scheme; the piece itself is read as written."""
+    words = percent_nested(piece)
+    if not words:
+        return []
+    decoded = " ".join(words)
+    starts = [m.start() for m in _NESTED_START.finditer(decoded)]
+    if starts and _NESTED_START.search(piece[: starts[0] + 2]) is not None:
+        starts = starts[1:]  # the piece's own scheme
+    out: list[str] = []
+    for start in starts:
+        first = start
+        while first and decoded[first - 1] in _SCHEME_CHARS:
+            first -= 1
+        link = decoded[first:].split(maxsplit=1)[0]
+        out.extend(destination_pieces(link))
+    return out
 
 
 def has_external_destination(args: Any) -> bool:
@@ -529,6 +583,7 @@ class SinkGate:
             return ("", None)
         allowed = self._allowed_dest.get(tool, _NOTHING)
         store = self.grounding
+        read = 0  # characters of content read for links, all pointers together
         for pointer in decl.destinations:
             found = resolve_pointer(args, pointer)
             if is_missing(found):
@@ -548,7 +603,11 @@ class SinkGate:
                 continue
             if type(found) is NotAnIndex:
                 return (pointer, found)
-            for item in _strings(found):
+            strings = _strings(found)
+            read += sum(map(len, strings))
+            if read > MAX_LINK_TEXT:
+                return (pointer, TooLongToRead(read))
+            for item in strings:
                 for dest in embedded_destinations(item):
                     if allowed and canonical_value(dest) in allowed:
                         continue
@@ -563,6 +622,11 @@ class SinkGate:
             return (
                 f"{sink} sink fed {flow.label} data: {pointer}: {value.token!r} where it meets "
                 "an array is not an RFC 6901 array index"
+            )
+        if type(value) is TooLongToRead:
+            return (
+                f"{sink} sink fed {flow.label} data: {pointer}: {value}; refused unread: "
+                "send less content in one call"
             )
         shown = repr(value)
         if len(shown) > 80:

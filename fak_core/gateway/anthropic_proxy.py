@@ -33,6 +33,7 @@ from fak_core.gateway.proxy_io import (
     upstream_events,
 )
 from fak_core.gateway.state import WireError
+from fak_core.gateway.text_output import TurnText, text_policy
 from fak_core.gateway.turn import (
     Adjudication,
     InboundResult,
@@ -50,6 +51,7 @@ from fak_core.gateway.wire_proxy import (
     require_model,
     tool_format_error,
 )
+from fak_core.textlinks import TextStream
 
 __all__ = ["AnthropicProxy", "anthropic_error", "anthropic_error_type", "validate_messages_request"]
 
@@ -269,6 +271,38 @@ def _block_events(index: int, block: dict[str, Any], delta: dict[str, Any] | Non
     return out
 
 
+def _text_delta(index: int, text: str) -> bytes:
+    return sse_event(
+        "content_block_delta",
+        {
+            "type": "content_block_delta",
+            "index": index,
+            "delta": {"type": "text_delta", "text": text},
+        },
+    )
+
+
+async def _policed(
+    policer: TurnText, stream: TextStream, index: int, kind: str, ev: dict[str, Any]
+) -> AsyncGenerator[bytes, None]:
+    """A policed text block's delta or stop: its text through the block's stream (the
+    words held back go out, decided, before the block stops); other deltas as they are."""
+    if kind == "content_block_stop":
+        rest = await policer.feed(stream, None)
+        if rest:
+            yield _text_delta(index, rest)
+        yield sse_event(kind, {"type": kind, "index": index})
+        return
+    delta = ev.get("delta")
+    if isinstance(delta, dict) and delta.get("type") == "text_delta":
+        text = delta.get("text")
+        now = await policer.feed(stream, text if isinstance(text, str) else "")
+        if now:
+            yield _text_delta(index, now)
+        return
+    yield sse_event(kind, {**ev, "index": index})
+
+
 class AnthropicProxy(WireProxy):
     """The messages route bound to one gateway state and one upstream."""
 
@@ -326,6 +360,11 @@ class AnthropicProxy(WireProxy):
         # before the calls it then proposed are decided.
         if carried:
             await run_in_threadpool(admit_results, self.state, list(carried.values()), trace)
+        policer = text_policy(self.state, trace)  # after the provider's results taint it
+        if policer is not None:
+            for block in content:
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    block["text"] = await policer.police(block["text"])
         outcome = await adjudicate_proposed(self.state, proposed, trace)
         verdicts = iter(outcome.adjudications)
         kept = {a.call.id for a in outcome.kept}
@@ -349,6 +388,8 @@ class AnthropicProxy(WireProxy):
             doc["stop_reason"] = "end_turn"
         doc["content"] = new_content
         doc["fak"] = _fak(trace, outcome, results, list(carried.values()))
+        if policer is not None and policer.removed:
+            doc["fak"]["text_links"] = policer.to_wire()
         return doc
 
     # ------------------------------------------------------------------ streaming
@@ -370,6 +411,8 @@ class AnthropicProxy(WireProxy):
         # message_start and pings wait for the first relayed block, so a fault before any
         # content is still answered with an HTTP status rather than an in-stream error.
         pending: list[bytes] = []
+        policer = text_policy(self.state, trace)
+        streams: dict[int, TextStream] = {}  # upstream index of a policed text block
         async with self.upstream.stream("anthropic", body, client_headers) as resp:
             async for event in upstream_events(resp):
                 ev = strip_fak(event_json(event, "Anthropic"))  # upstream never speaks for us
@@ -422,18 +465,37 @@ class AnthropicProxy(WireProxy):
                             )
                         elif carrier is Carrier.TOOL_OUTPUT:
                             h = _HeldResult(block, _carried(block, names, f"stream.{idx}"))
+                            # the provider's result taints the session: the text after it
+                            # is policed (it is admitted once the turn is complete)
+                            if policer is None and self.state.text_links != "off":
+                                policer = TurnText(self.state, trace)
                         else:
                             index_map[idx] = next_out
                             next_out += 1
                             for piece in pending:
                                 yield piece
                             pending.clear()
+                            first = ""
+                            if policer is not None and block.get("type") == "text":
+                                streams[idx] = policer.stream()
+                                first = str(block.get("text") or "")
+                                ev = {**ev, "content_block": {**block, "text": ""}}
                             yield sse_event(kind, {**ev, "index": index_map[idx]})
+                            if first:
+                                assert policer is not None
+                                now = await policer.feed(streams[idx], first)
+                                if now:
+                                    yield _text_delta(index_map[idx], now)
                             continue
                         held[idx] = h
                         order.append(h)
                     elif idx in held:
                         self._hold(held[idx], idx, kind, ev)
+                    elif idx in streams and policer is not None:
+                        async for piece in _policed(
+                            policer, streams[idx], index_map[idx], kind, ev
+                        ):
+                            yield piece
                     elif idx in index_map:
                         yield sse_event(kind, {**ev, "index": index_map[idx]})
                     else:
@@ -498,6 +560,8 @@ class AnthropicProxy(WireProxy):
             )
             new_delta["stop_reason"] = "end_turn"
         fak = _fak(trace, outcome, results, carried)
+        if policer is not None and policer.removed:
+            fak["text_links"] = policer.to_wire()
         tail.append(sse_event("message_delta", {**message_delta, "delta": new_delta, "fak": fak}))
         tail.append(sse_event("message_stop", {"type": "message_stop"}))
         await durable_stream(self.state)

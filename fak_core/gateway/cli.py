@@ -86,6 +86,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--max-body", type=int, default=None, help="request body cap in bytes")
     p.add_argument(
+        "--text-links",
+        choices=("police", "off"),
+        default="police",
+        help="the model's text in a tainted session: links to ungrounded destinations "
+        "replaced by a marker (police, the default) or relayed as written (off)",
+    )
+    p.add_argument(
         "--max-tool-calls",
         type=int,
         default=None,
@@ -235,6 +242,9 @@ def _limits(ns: argparse.Namespace) -> dict[str, Any]:
             raise BootstrapError(f"{flag} must be a positive number of seconds")
     if ns.decide_timeout is not None:
         out["decide_timeout"] = ns.decide_timeout
+    text_links = getattr(ns, "text_links", "police")
+    if text_links != "police":
+        out["text_links"] = text_links
     return out
 
 

@@ -34,6 +34,7 @@ from fak_core.gateway.proxy_io import (
     upstream_events,
 )
 from fak_core.gateway.state import WireError
+from fak_core.gateway.text_output import TurnText, text_policy
 from fak_core.gateway.turn import (
     Adjudication,
     InboundResult,
@@ -50,6 +51,7 @@ from fak_core.gateway.wire_proxy import (
     require_model,
     tool_format_error,
 )
+from fak_core.textlinks import TextStream
 
 __all__ = ["LEGACY_CALL_ID", "OpenAIProxy", "validate_chat_request"]
 
@@ -250,6 +252,44 @@ class _StreamChoice:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+async def _police_chunk(
+    policer: TurnText, streams: dict[tuple[int, str], TextStream], out: dict[str, Any]
+) -> dict[str, Any] | None:
+    """A chunk's text deltas, each through its choice's stream: what may go out now (a
+    delta left with nothing is dropped, a chunk left with no choice is None)."""
+    passed = []
+    for c in out["choices"]:
+        delta = dict(c["delta"])
+        for key in _TEXT_FIELDS:
+            piece = delta.get(key)
+            if not isinstance(piece, str):
+                continue
+            text_stream = streams.get((c["index"], key))
+            if text_stream is None:
+                text_stream = streams[(c["index"], key)] = policer.stream()
+            now = await policer.feed(text_stream, piece)
+            if now:
+                delta[key] = now
+            else:
+                del delta[key]
+        if any(v not in (None, "") for v in delta.values()):
+            passed.append({**c, "delta": delta})
+    return {**out, "choices": passed} if passed else None
+
+
+#: The fields of a message or delta that carry the model's text to the client.
+_TEXT_FIELDS = ("content", "refusal")
+
+
+async def _police_message(policer: TurnText, message: dict[str, Any]) -> None:
+    """The model's text in a message (the SDK types ``content`` and ``refusal`` as
+    strings), policed."""
+    for key in _TEXT_FIELDS:
+        value = message.get(key)
+        if isinstance(value, str):
+            message[key] = await policer.police(value)
+
+
 class OpenAIProxy(WireProxy):
     """The chat-completions route bound to one gateway state and one upstream."""
 
@@ -289,6 +329,7 @@ class OpenAIProxy(WireProxy):
         if not isinstance(choices, list):
             raise UpstreamError(502, "upstream response has no choices array", "upstream_malformed")
         outcomes = []
+        policer = text_policy(self.state, trace)
         for pos, choice in enumerate(choices):
             if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
                 raise UpstreamError(
@@ -296,6 +337,8 @@ class OpenAIProxy(WireProxy):
                 )
             idx = choice.get("index", pos)
             message = choice["message"]
+            if policer is not None:
+                await _police_message(policer, message)
             proposed = _proposed_from_message(message, idx)
             if choice.get("finish_reason") in ("tool_calls", "function_call") and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was sent")
@@ -303,6 +346,8 @@ class OpenAIProxy(WireProxy):
             outcomes.append(outcome)
             _apply(choice, message, outcome)
         doc["fak"] = _fak(trace, outcomes, results)
+        if policer is not None and policer.removed:
+            doc["fak"]["text_links"] = policer.to_wire()
         return doc
 
     # ------------------------------------------------------------------ streaming
@@ -317,6 +362,8 @@ class OpenAIProxy(WireProxy):
         held_meta: list[dict[str, Any]] = []
         base: dict[str, Any] | None = None
         done = False
+        policer = text_policy(self.state, trace)
+        streams: dict[tuple[int, str], TextStream] = {}
         async with self.upstream.stream("openai", body, client_headers) as resp:
             async for event in upstream_events(resp):
                 if event.data.strip() == "[DONE]":
@@ -331,6 +378,8 @@ class OpenAIProxy(WireProxy):
                     base = {k: v for k, v in chunk.items() if k not in ("choices", "usage")}
                     base.setdefault("object", "chat.completion.chunk")
                 out = self._feed(chunk, choices, held_meta)
+                if out is not None and policer is not None:
+                    out = await _police_chunk(policer, streams, out)
                 if out is not None:
                     yield sse_data(out)
         if not done and (not choices or any(c.finish is None for c in choices.values())):
@@ -342,6 +391,13 @@ class OpenAIProxy(WireProxy):
             )
         base = base or {"id": "chatcmpl-fak", "object": "chat.completion.chunk"}
         base.setdefault("created", int(time.time()))
+        if policer is not None:  # the words held back, decided
+            for (idx, key), text_stream in streams.items():
+                rest = await policer.feed(text_stream, None)
+                if rest:
+                    delta = {key: rest}
+                    choice = {"index": idx, "delta": delta, "finish_reason": None}
+                    yield sse_data({**base, "choices": [choice]})
         # Adjudicate every choice before anything of the tail is sent.
         outcomes: list[tuple[int, _StreamChoice, TurnOutcome]] = []
         for idx in sorted(choices):
@@ -402,6 +458,8 @@ class OpenAIProxy(WireProxy):
         for meta in held_meta:
             tail.append(sse_data({**base, **meta}))
         fak = _fak(trace, [o for _, _, o in outcomes], results)
+        if policer is not None and policer.removed:
+            fak["text_links"] = policer.to_wire()
         tail.append(sse_data({**base, "choices": [], "fak": fak}))
         tail.append(sse_data("[DONE]"))
         await durable_stream(self.state)

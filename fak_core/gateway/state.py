@@ -143,6 +143,9 @@ class GatewayState:
     #: The shared session state (a :class:`fak_core.redis_state.RedisState`), or None: the
     #: in-memory stores of this one process. ``/healthz`` probes it.
     shared: Any = None
+    #: The model's text in a tainted session: ``police`` (links to ungrounded destinations
+    #: replaced by a marker, :mod:`fak_core.gateway.text_output`) or ``off``.
+    text_links: str = "police"
 
     def __post_init__(self) -> None:
         if self.decide_timeout is not None and not 0 < self.decide_timeout < float("inf"):
@@ -153,6 +156,8 @@ class GatewayState:
             raise ValueError(f"max_tool_calls must be at least 1, not {self.max_tool_calls}")
         if self.max_tool_results < 1:
             raise ValueError(f"max_tool_results must be at least 1, not {self.max_tool_results}")
+        if self.text_links not in ("police", "off"):
+            raise ValueError(f"text_links must be 'police' or 'off', not {self.text_links!r}")
 
     @property
     def stuck_decisions(self) -> int:

@@ -255,6 +255,22 @@ def links_in_words_unread() -> Any:
     return _uncached(mock.patch.object(_sinks, "destination_pieces", whole_word))
 
 
+def _as_written(text: str) -> list[str]:
+    return [text]
+
+
+@mutant("C4.6/links-raw-text")
+def links_raw_text() -> Any:
+    """Links inside content are read from the raw text (the original bug): a link whose
+    scheme or host is written with HTML character references (``https&#58;//``), Markdown
+    escapes, or percent-encoded in a grounded URL's query is no destination."""
+    return _uncached(
+        mock.patch.object(_sinks, "decoded_views", _as_written),
+        mock.patch.object(_grounding, "decoded_views", _as_written),
+        mock.patch.object(_sinks, "percent_nested", return_value=[]),
+    )
+
+
 def _chain(*patches: Any) -> Any:
     stack = contextlib.ExitStack()
 

