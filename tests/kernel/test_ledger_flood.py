@@ -1,0 +1,134 @@
+"""C4.11: a flood by some credentials cannot taint, evict or refuse another's sessions.
+
+Generated floods: one to four flooding owners (one of them the in-process user ``""``,
+who raises marks without opening sessions), interleaved with a victim that opens at most
+three sessions, raises and resets them; ledgers with tombstone arrays of 1 to 65 536
+buckets (one bucket: every evicted tainted mark is read by every trace that consults the
+tombstones) and a byte bound that leaves the victim its fair share, ``max_bytes / n`` with
+``n`` the owners that may hold marks. After every step: each victim session reads exactly
+the mark the victim gave it (a fresh one reads TRUSTED, a reset one TRUSTED again), and
+every flooder trace reads at least the join of the marks raised on it since a reset that
+found it live (an evicted tainted trace still reads tainted). The byte count and each
+owner's share are the sums of the live marks' costs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from fak_core.ledger import ENTRY_OVERHEAD, TOMBSTONE_BUCKETS, MemoryLedger
+from fak_core.taint import Taint
+
+VICTIM = "victim-credential"
+VICTIM_SESSIONS = ("v0", "v1", "v2")
+#: What the victim can hold at most: its three sessions' marks.
+VICTIM_BYTES = sum(ENTRY_OVERHEAD + len(v) for v in VICTIM_SESSIONS)
+
+STEP = st.tuples(
+    st.integers(0, 4),  # who: 0 the victim, k the k-th flooder (k > flooders: the victim)
+    st.sampled_from(["open", "raise", "raise", "reset"]),
+    st.sampled_from(Taint),
+    st.integers(0, 30),  # which session (a flooder's "open" always takes a fresh id)
+)
+
+
+def _owner(k: int) -> str:
+    return "" if k == 1 else f"cred-{k}"  # flooder 1 is the in-process user: no sessions
+
+
+@pytest.mark.fak_theorem("C4.11")
+@given(
+    st.integers(1, 4),
+    st.sampled_from([1, 2, 7, TOMBSTONE_BUCKETS]),
+    st.integers(0, 400),
+    st.lists(STEP, min_size=1, max_size=90),
+)
+@example(  # one bucket, a flood of tainted fresh sessions, then the victim opens one
+    2,
+    1,
+    0,
+    [(k, "open", Taint.TAINTED, 0) for k in (1, 2) * 12] + [(0, "open", Taint.TRUSTED, 0)],
+)
+@example(  # the victim tainted and reset while a flood evicts around it
+    3,
+    1,
+    0,
+    [(0, "open", Taint.TRUSTED, 0), (0, "raise", Taint.QUARANTINED, 0)]
+    + [(k, "open", Taint.QUARANTINED, 0) for k in (2, 3) * 10]
+    + [(0, "reset", Taint.TRUSTED, 0), (0, "open", Taint.TRUSTED, 0)],
+)
+def test_a_flood_costs_only_the_flooders(
+    flooders: int, buckets: int, slack: int, steps: list[tuple[int, str, Taint, int]]
+) -> None:
+    owners = flooders + 1  # the victim and every flooder may hold marks
+    max_bytes = owners * VICTIM_BYTES + slack
+    ledger = MemoryLedger(limit=10_000, max_bytes=max_bytes, buckets=buckets)
+    victim: dict[str, Taint] = {}  # the victim's open sessions and their marks
+    floor: dict[str, Taint] = {}  # each flooder trace: the least it may read
+    opened: dict[int, list[str]] = {k: [] for k in range(1, flooders + 1)}
+    made = 0
+    for who, op, taint, pick in steps:
+        k = who if 1 <= who <= flooders else 0
+        if k == 0:
+            if op == "open" and len(victim) < len(VICTIM_SESSIONS):
+                trace = VICTIM_SESSIONS[len(victim)]
+                ledger.begin(trace, VICTIM)
+                victim[trace] = Taint.TRUSTED
+            elif victim:
+                trace = list(victim)[pick % len(victim)]
+                if op == "reset":
+                    ledger.reset(trace)
+                    victim[trace] = Taint.TRUSTED
+                else:
+                    got = ledger.raise_to(trace, taint)
+                    victim[trace] = max(victim[trace], taint)
+                    assert got == victim[trace], (trace, got)
+        else:
+            mine = opened[k]
+            if op == "open" or not mine:
+                made += 1
+                trace = f"f{k}-{made}"
+                if k != 1:  # the gateway opens every session it hands out
+                    ledger.begin(trace, _owner(k))
+                mine.append(trace)
+                ledger.raise_to(trace, taint, _owner(k))
+            else:
+                trace = mine[pick % len(mine)]
+                if op == "reset":
+                    live = trace in ledger._marks
+                    ledger.reset(trace)
+                    if live:
+                        floor[trace] = Taint.TRUSTED
+                    continue
+                ledger.raise_to(trace, taint, _owner(k))
+            floor[trace] = max(floor.get(trace, Taint.TRUSTED), taint)
+        for trace, mark in victim.items():  # the victim's sessions: exactly its own marks
+            assert ledger.level(trace) == mark, (trace, ledger.stats())
+        for trace, least in floor.items():  # an evicted mark never reads cleaner
+            assert ledger.level(trace) >= least, trace
+        live = ledger._marks
+        assert ledger.stats()["ledger_bytes"] == sum(ENTRY_OVERHEAD + len(t) for t in live)
+        assert ledger.stats()["ledger_bytes"] <= max_bytes or len(live) == 1
+        for owner in {VICTIM, *map(_owner, opened)}:
+            held = [t for t in live if ledger._owner[t] == owner]
+            assert ledger.owner_bytes(owner) == sum(ENTRY_OVERHEAD + len(t) for t in held)
+        assert ledger.stats()["ledger_owners"] == len({ledger._owner[t] for t in live})
+
+
+@pytest.mark.fak_theorem("C4.11")
+@given(st.sampled_from([1, 3, TOMBSTONE_BUCKETS]), st.integers(1, 40))
+def test_a_fresh_session_reads_only_its_own_mark(buckets: int, flood: int) -> None:
+    """However many tainted marks one owner pushed into the tombstones, a begun trace of
+    another reads TRUSTED, and one already held (raised before it was begun) keeps what
+    it read, its bucket included."""
+    ledger = MemoryLedger(limit=2, max_bytes=10_000, buckets=buckets)
+    ledger.raise_to("early", Taint.TAINTED, "other")
+    for n in range(flood):
+        ledger.raise_to(f"flood-{n}", Taint.QUARANTINED, "flooder")
+    ledger.begin("fresh", "victim")
+    assert ledger.level("fresh") == Taint.TRUSTED
+    before = ledger.level("early")
+    ledger.begin("early", "other")
+    assert ledger.level("early") == before
