@@ -1,0 +1,201 @@
+"""C4.12: the shared state is bounded and expires closed, on a real ``redis-server``.
+
+Generated scripts of claims (minted or client-chosen ids, with or without a token),
+raises, reads and resets over four traces, each step sent to one of two replicas (two
+connections), with idle spells longer than the expiry. After every step every owner and
+taint key carries an expiry no longer than the configured one, a trace's two keys carry
+the same one, and each trace reads (on both replicas) at least the join of the marks
+raised on it since its last reset; after an idle spell every trace raised above TRUSTED
+reads QUARANTINED on both replicas and no client may claim its id afresh, while a trace
+never raised is new again. Memory: a Redis at 90 % of its ``maxmemory`` refuses the
+start, refuses new sessions (503, naming it) while an open session still claims, reads
+and raises, and ``/healthz`` says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from fak_core.gateway.redis_sessions import PREFIX, RedisSessions
+from fak_core.gateway.replicas import open_shared
+from fak_core.gateway.sessions import SessionError
+from fak_core.redis_state import ORPHAN_KEY, RedisState
+from fak_core.redis_stores import RedisLedger
+from fak_core.taint import Taint
+
+from .support import RedisServer, close_states, closing  # noqa: F401 (autouse fixture)
+
+TTL = 0.4  # seconds: long enough for a step on a loaded machine, short to wait out
+TRACES = ("t0", "t1", "t2", "t3")
+STEP = st.tuples(
+    st.integers(0, 1),  # the replica
+    st.sampled_from(["claim", "claim-minted", "raise", "raise", "level", "reset", "idle"]),
+    st.integers(0, len(TRACES) - 1),
+    st.sampled_from(Taint),
+)
+_PTTLS = """
+local out = {}
+for i, k in ipairs(KEYS) do out[i] = redis.call('PTTL', k) end
+return out
+"""
+
+
+class Replica:
+    def __init__(self, url: str) -> None:
+        self.state = closing(RedisState(url, ttl=TTL))
+        self.state.check()
+        self.ledger = RedisLedger(self.state)
+        self.sessions = RedisSessions(self.state)
+
+
+def _keys(state: RedisState, trace: str) -> list[int]:
+    keys = [PREFIX + trace, RedisLedger.PREFIX + trace]
+    return [int(n) for n in state.client.eval(_PTTLS, len(keys), *keys)]
+
+
+@pytest.mark.fak_theorem("C4.12")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(STEP, min_size=1, max_size=12))
+@example(
+    [
+        (0, "claim", 0, Taint.TRUSTED),
+        (0, "raise", 0, Taint.TAINTED),
+        (1, "claim", 1, Taint.TRUSTED),
+        (1, "idle", 0, Taint.TRUSTED),
+        (1, "claim", 0, Taint.TRUSTED),
+        (0, "level", 0, Taint.TRUSTED),
+        (0, "claim", 1, Taint.TRUSTED),
+    ]
+)
+def test_a_trace_expires_whole_and_a_forgotten_mark_reads_tainted(
+    redis_server: RedisServer, steps: list[tuple[int, str, int, Taint]]
+) -> None:
+    replicas = (Replica(redis_server.url), Replica(redis_server.url))
+    run = uuid.uuid4().hex[:8]  # ids of this example's own
+    least: dict[str, Taint] = {}  # what each trace reads at least
+    tainted: set[str] = set()  # raised above TRUSTED since its keys last expired
+    for side, op, pick, taint in steps:
+        r = replicas[side]
+        trace = f"{run}-{TRACES[pick]}"
+        if op == "idle":
+            time.sleep(TTL + 0.1)
+            for t in [f"{run}-{name}" for name in TRACES]:
+                was = t in tainted
+                for other in replicas:
+                    assert other.ledger.level(t) == (Taint.QUARANTINED if was else Taint.TRUSTED)
+                assert _keys(r.state, t) == [-2, -2]  # both gone
+                least[t] = Taint.QUARANTINED if was else Taint.TRUSTED
+            continue
+        if op == "claim":
+            status = 0
+            try:
+                r.sessions.claim(trace, f"token-{uuid.uuid4().hex}")
+            except SessionError as exc:
+                status = exc.status
+            assert status in (0, 403)  # 403: owned by another token
+        elif op == "claim-minted":
+            fresh = f"{run}-gw-{uuid.uuid4().hex}"
+            assert r.sessions.claim(fresh, None, fresh=True) is not None
+            assert r.ledger.level(fresh) == Taint.TRUSTED
+            trace = fresh
+        elif op == "raise":
+            got = r.ledger.raise_to(trace, taint)
+            least[trace] = max(least.get(trace, Taint.TRUSTED), taint)
+            if taint > Taint.TRUSTED:
+                tainted.add(trace)
+            assert got >= least[trace]
+        elif op == "reset":
+            r.ledger.reset(trace)
+            least[trace] = Taint.TRUSTED
+        for t, mark in least.items():
+            for other in replicas:
+                assert other.ledger.level(t) >= mark, (t, mark)
+        for t in {trace, *least}:  # every key lives at most the expiry, a trace's together
+            owner, mark = _keys(r.state, t)
+            for pttl in (owner, mark):
+                assert pttl == -2 or 0 < pttl <= r.state.ttl_ms, (t, owner, mark)
+            assert -2 in (owner, mark) or owner == mark, (t, owner, mark)
+
+
+@pytest.mark.fak_theorem("C4.12")
+@settings(max_examples=4, deadline=None)
+@given(st.booleans())
+def test_an_expired_tainted_trace_is_orphaned_but_a_minted_id_never_is(
+    redis_server: RedisServer, minted_first: bool
+) -> None:
+    a, b = Replica(redis_server.url), Replica(redis_server.url)
+    trace = f"orphan-{uuid.uuid4().hex}"
+    token = a.sessions.claim(trace, None, fresh=minted_first)
+    assert token is not None
+    a.ledger.raise_to(trace, Taint.TAINTED)
+    assert b.sessions.claim(trace, token) is None  # the owner, on the other replica
+    time.sleep(TTL + 0.1)
+    assert b.ledger.level(trace) == Taint.QUARANTINED
+    assert a.sessions.claim(trace, token) is None  # not even its old token claims it
+    assert b.sessions.claim(trace, None) is None
+    assert a.sessions.stats()["sessions_orphaned"] == 1
+    assert b.ledger.raise_to(trace, Taint.TRUSTED) == Taint.QUARANTINED  # starts there
+    # the gateway mints ids it never handed out: one that shares the bit still claims
+    assert b.sessions.claim(trace + "-x", None, fresh=True) is not None
+    bits = int(a.state.client.bitcount(ORPHAN_KEY))
+    assert 1 <= bits <= a.state.client.strlen(ORPHAN_KEY) * 8
+
+
+def _used(server: RedisServer) -> int:
+    info = server.command("INFO", "memory")
+    return int(next(ln for ln in info.splitlines() if ln.startswith("used_memory:"))[12:])
+
+
+@pytest.mark.fak_theorem("C4.12")
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.one_of(st.floats(1.03, 1.08), st.floats(1.2, 3.0)))
+def test_a_redis_near_its_maxmemory_refuses_new_sessions_first(
+    own_redis: RedisServer, factor: float
+) -> None:
+    full = factor < 1 / 0.9
+    url = own_redis.url
+    open_shared(url).close()  # the epoch, written before the limit
+    a = Replica(url)
+    owned = f"open-{uuid.uuid4().hex}"
+    token = a.sessions.claim(owned, None)
+    assert token is not None
+    own_redis.command("CONFIG", "SET", "maxmemory", str(int(_used(own_redis) * factor)))
+    try:
+        if full:
+            with pytest.raises(Exception, match="new sessions are refused"):
+                open_shared(url)
+        else:
+            open_shared(url).close()
+        a.state._memory = (float("-inf"), 0, 0)  # read the figures now, not in a second
+        if full:
+            with pytest.raises(SessionError) as info:
+                a.sessions.claim(f"new-{uuid.uuid4().hex}", None)
+            assert info.value.status == 503 and "maxmemory" in info.value.message
+            assert a.sessions.stats()["sessions_refused_full"] == 1
+        else:
+            assert a.sessions.claim(f"new-{uuid.uuid4().hex}", None) is not None
+        assert a.sessions.claim(owned, token) is None  # the open session goes on
+        assert a.ledger.raise_to(owned, Taint.TAINTED) == Taint.TAINTED
+        probe: dict[str, Any] = asyncio.run(_probe(a.state))
+        assert probe["ok"] is not full, probe
+        assert ("maxmemory" in probe.get("error", "")) is full
+    finally:
+        own_redis.command("CONFIG", "SET", "maxmemory", "0")
+
+
+async def _probe(state: RedisState) -> dict[str, Any]:
+    try:
+        return await state.aprobe()
+    finally:
+        if state._aclient is not None:
+            await state._aclient.aclose()
+            state._aclient = None
