@@ -252,8 +252,11 @@ if id == '' then id = 'q' .. redis.call('INCR', KEYS[2]) end
 local item = KEYS[3] .. id
 local old = redis.call('HGET', item, 'stub')
 if old then redis.call('DEL', KEYS[4] .. redis.sha1hex(old)) end
+redis.call('DECRBY', KEYS[7], tonumber(redis.call('HGET', item, 'size') or '0'))
 redis.call('DEL', item)
-redis.call('HSET', item, 'payload', ARGV[3])
+local size = string.len(ARGV[3]) + string.len(id)
+redis.call('HSET', item, 'payload', ARGV[3], 'size', size)
+redis.call('INCRBY', KEYS[7], size)
 local stub = ARGV[4]
 if stub ~= '' then
   if ARGV[2] == '' then stub = string.gsub(stub, '{id}', id) end
@@ -262,10 +265,12 @@ if stub ~= '' then
 end
 redis.call('LREM', KEYS[5], 0, id)
 redis.call('RPUSH', KEYS[5], id)
-while redis.call('LLEN', KEYS[5]) > tonumber(ARGV[5]) do
+while redis.call('LLEN', KEYS[5]) > 0 and (redis.call('LLEN', KEYS[5]) > tonumber(ARGV[5])
+    or tonumber(redis.call('GET', KEYS[7]) or '0') > tonumber(ARGV[6])) do
   local gone = redis.call('LPOP', KEYS[5])
   local s = redis.call('HGET', KEYS[3] .. gone, 'stub')
   if s then redis.call('DEL', KEYS[4] .. redis.sha1hex(s)) end
+  redis.call('DECRBY', KEYS[7], tonumber(redis.call('HGET', KEYS[3] .. gone, 'size') or '0'))
   redis.call('DEL', KEYS[3] .. gone)
   redis.call('INCR', KEYS[6])
 end
@@ -283,7 +288,8 @@ return redis.call('HGET', KEYS[2], ARGV[2])
 
 
 class RedisHeldStore(HeldStore):
-    """Held (quarantined, paged-out) payloads in Redis, bounded in count (oldest first).
+    """Held (quarantined, paged-out) payloads in Redis, bounded in count and in bytes (the
+    payload's UTF-8 and its id, as in one process: ``fak:heldbytes``), oldest first.
 
     ``hold`` writes the payload, its id (``q<n>`` from one shared counter) and its stub in
     one script, before the kernel hands the stub out; ``minted`` asks Redis, so a stub
@@ -300,7 +306,14 @@ class RedisHeldStore(HeldStore):
         self._hold = state.script(_HOLD)
         self._minted = state.script(_MINTED)
         self._get = state.script(_GET)
-        self._keys = ["fak:heldseq", "fak:held:", "fak:stub:", "fak:heldq", "fak:heldevicted"]
+        self._keys = [
+            "fak:heldseq",
+            "fak:held:",
+            "fak:stub:",
+            "fak:heldq",
+            "fak:heldevicted",
+            "fak:heldbytes",
+        ]
 
     def hold(
         self, payload: str, key: str | None = None, *, stub: Callable[[str], str] | None = None
@@ -311,7 +324,7 @@ class RedisHeldStore(HeldStore):
             # around a marker (an id is q<n>, never the marker) and the script puts it in.
             template = stub(key) if key else stub("{id}")
         held_id, _ = self.state.run(
-            self._hold, self._keys, [key or "", payload, template, self.limit]
+            self._hold, self._keys, [key or "", payload, template, self.limit, self.max_bytes]
         )
         return (
             held_id.decode("utf-8", "surrogatepass") if isinstance(held_id, bytes) else str(held_id)
@@ -334,7 +347,7 @@ class RedisHeldStore(HeldStore):
         return None if out is None else out.decode("utf-8", "surrogatepass")
 
     def stats(self) -> dict[str, int]:
-        return {"held_limit": self.limit}
+        return {"held_limit": self.limit, "held_bytes_limit": self.max_bytes}
 
     def __len__(self) -> int:
         return 0

@@ -146,3 +146,10 @@ def expired_reads_clean() -> Any:
     """A trace whose keys expired is taken for a new one: it reads TRUSTED and anyone may
     claim it afresh (forgotten state reads clean)."""
     return _scripts(lambda text: text.replace("orphaned(t) then", "false then"))
+
+
+@mutant("C4.12/held-count-only-shared")
+def held_count_only_shared() -> Any:
+    """Held results in Redis are bounded by count only (the bug): 8192 payloads of up to
+    the body limit each, far past the in-process store's bytes."""
+    return edited(RedisHeldStore.hold, ("self.limit, self.max_bytes]", "self.limit, 1 << 62]"))

@@ -23,11 +23,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from fak_core.admission import HeldStore
 from fak_core.gateway.redis_sessions import PREFIX, RedisSessions
 from fak_core.gateway.replicas import open_shared
 from fak_core.gateway.sessions import SessionError
 from fak_core.redis_state import ORPHAN_KEY, RedisState
-from fak_core.redis_stores import RedisLedger
+from fak_core.redis_stores import RedisHeldStore, RedisLedger
 from fak_core.taint import Taint
 
 from .support import RedisServer, close_states, closing  # noqa: F401 (autouse fixture)
@@ -199,3 +200,29 @@ async def _probe(state: RedisState) -> dict[str, Any]:
         if state._aclient is not None:
             await state._aclient.aclose()
             state._aclient = None
+
+
+PAYLOADS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
+
+
+@pytest.mark.fak_theorem("C4.12")
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["p1", "p2", "p3", "p4"]), PAYLOADS), max_size=12),
+    st.integers(1, 900),
+)
+def test_held_results_in_redis_are_bounded_in_bytes_as_in_one_process(
+    redis_server: RedisServer, holds: list[tuple[str, str]], max_bytes: int
+) -> None:
+    state = closing(RedisState(redis_server.url))
+    state.check()
+    state.client.delete("fak:heldq", "fak:heldbytes")  # one store per example
+    run = uuid.uuid4().hex[:6]  # keys of this example's own (same length each time)
+    shared = RedisHeldStore(state, limit=3, max_bytes=max_bytes)
+    local = HeldStore(limit=3, max_bytes=max_bytes)
+    for key, payload in holds:
+        shared.hold(payload, run + key)
+        local.hold(payload, run + key)
+        for k in ("p1", "p2", "p3", "p4"):
+            assert shared.get(run + k) == local.get(run + k), k
+        assert int(state.client.get("fak:heldbytes") or 0) == local.stats()["held_bytes"]
