@@ -16,9 +16,14 @@ from fak_core.taint import Taint
 
 
 @pytest.mark.fak_theorem("C4.11")
-@given(st.integers(1, 60), st.booleans(), st.sampled_from(["", "cred-digest"]))
+@given(
+    st.integers(1, 60),
+    st.booleans(),
+    st.sampled_from(["", "cred-digest"]),
+    st.sampled_from(["", "198.51.100.7"]),
+)
 def test_a_claimed_session_starts_clean_after_a_flood(
-    flood: int, minted: bool, victim_credential: str
+    flood: int, minted: bool, victim_credential: str, victim_address: str
 ) -> None:
     ledger = MemoryLedger(limit=4, max_bytes=100_000, buckets=1)
     state = GatewayState(Kernel(ledger=ledger))
@@ -31,14 +36,28 @@ def test_a_claimed_session_starts_clean_after_a_flood(
     finally:
         CALLER.reset(token)
     assert ledger.owner_bytes("flooder-digest") > 0
-    token = CALLER.set(("198.51.100.7", victim_credential))
+    token = CALLER.set((victim_address, victim_credential))
     try:
         assert state.sessions.claim("victim", None, fresh=minted) is not None
         assert state.sessions.claim("victim", None) is None  # already owned: no new begin
     finally:
         CALLER.reset(token)
-    owner = victim_credential or "client:198.51.100.7"
+    # the credential, else the address, else the in-process owner ""
+    owner = victim_credential or (f"client:{victim_address}" if victim_address else "")
     assert ledger.owner_bytes(owner) == ENTRY_OVERHEAD + len("victim")
     assert ledger.level("victim") == Taint.TRUSTED
     if flood > 4:  # the flood evicted its own marks: they still read tainted
         assert ledger.level("flood-0") == Taint.QUARANTINED
+
+
+@pytest.mark.fak_theorem("C4.11")
+def test_a_ledger_without_begin_still_claims() -> None:
+    """A ledger that cannot begin sessions (a shared one expires instead) is left alone."""
+
+    class Plain(MemoryLedger):
+        begin = None  # type: ignore[assignment]
+
+    ledger = Plain(limit=4, max_bytes=100_000)
+    state = GatewayState(Kernel(ledger=ledger))
+    assert state.sessions.claim("t", None, fresh=True) is not None
+    assert len(ledger) == 0 and ledger.level("t") == Taint.TRUSTED
