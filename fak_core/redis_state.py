@@ -230,8 +230,8 @@ class RedisState:
             used, most = self._read_memory()
         except redis.RedisError as exc:
             raise StateConfigError(
-                f"--state {self.url}: cannot read the Redis memory figures ({exc}); INFO "
-                "must be allowed"
+                f"--state {self.url}: cannot size the orphan bitmap or read the memory "
+                f"figures ({exc}); STRLEN, SETBIT and INFO must be allowed"
             ) from exc
         problem = memory_problem(used, most)
         if problem:

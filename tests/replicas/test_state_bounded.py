@@ -15,6 +15,7 @@ and raises, and ``/healthz`` says why.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from typing import Any
@@ -24,6 +25,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fak_core.admission import HeldStore
+from fak_core.gateway.bootstrap import BootstrapError
 from fak_core.gateway.redis_sessions import PREFIX, RedisSessions
 from fak_core.gateway.replicas import open_shared
 from fak_core.gateway.sessions import SessionError
@@ -33,6 +35,12 @@ from fak_core.taint import Taint
 
 from .support import RedisServer, close_states, closing  # noqa: F401 (autouse fixture)
 
+#: What a Redis at 90 % of its maxmemory is told, with any figures.
+FULL = (
+    r"Redis holds \d+ bytes of its maxmemory \d+ \(at least 90%\): new sessions are "
+    r"refused so that open ones keep working; raise maxmemory, lower --state-ttl, or wait "
+    r"for idle sessions to expire"
+)
 TTL = 0.4  # seconds: long enough for a step on a loaded machine, short to wait out
 TRACES = ("t0", "t1", "t2", "t3")
 STEP = st.tuples(
@@ -141,7 +149,13 @@ def test_an_expired_tainted_trace_is_orphaned_but_a_minted_id_never_is(
     assert b.ledger.level(trace) == Taint.QUARANTINED
     assert a.sessions.claim(trace, token) is None  # not even its old token claims it
     assert b.sessions.claim(trace, None) is None
-    assert a.sessions.stats()["sessions_orphaned"] == 1
+    assert a.sessions.stats() == {
+        "session_refusals": 0,
+        "session_claims_deferred": 0,
+        "sessions_orphaned": 1,
+        "sessions_refused_full": 0,
+        "session_ttl_ms": 400,
+    }
     assert b.ledger.raise_to(trace, Taint.TRUSTED) == Taint.QUARANTINED  # starts there
     # the gateway mints ids it never handed out: one that shares the bit still claims
     assert b.sessions.claim(trace + "-x", None, fresh=True) is not None
@@ -172,15 +186,17 @@ def test_a_redis_near_its_maxmemory_refuses_new_sessions_first(
     own_redis.command("CONFIG", "SET", "maxmemory", str(int(_used(own_redis) * factor)))
     try:
         if full:
-            with pytest.raises(Exception, match="new sessions are refused"):
+            with pytest.raises(BootstrapError) as start:
                 open_shared(url)
+            assert re.fullmatch(f"--state {re.escape(url)}: {FULL}", str(start.value))
         else:
             open_shared(url).close()
         a.state._memory = (float("-inf"), 0, 0)  # read the figures now, not in a second
         if full:
             with pytest.raises(SessionError) as info:
                 a.sessions.claim(f"new-{uuid.uuid4().hex}", None)
-            assert info.value.status == 503 and "maxmemory" in info.value.message
+            assert info.value.status == 503
+            assert re.fullmatch(f"no new session: {FULL}", info.value.message)
             assert a.sessions.stats()["sessions_refused_full"] == 1
         else:
             assert a.sessions.claim(f"new-{uuid.uuid4().hex}", None) is not None
@@ -188,9 +204,37 @@ def test_a_redis_near_its_maxmemory_refuses_new_sessions_first(
         assert a.ledger.raise_to(owned, Taint.TAINTED) == Taint.TAINTED
         probe: dict[str, Any] = asyncio.run(_probe(a.state))
         assert probe["ok"] is not full, probe
-        assert ("maxmemory" in probe.get("error", "")) is full
+        assert probe["maxmemory"] == int(own_redis.command("CONFIG", "GET", "maxmemory").split()[1])
+        if full:
+            assert re.fullmatch(FULL, probe["error"])
+        else:
+            assert "error" not in probe
     finally:
         own_redis.command("CONFIG", "SET", "maxmemory", "0")
+    own_redis.stop()  # a claim that cannot read the figures is put off, counted
+    a.state._memory = (float("-inf"), 0, 0)
+    failures = a.state.failures
+    assert a.sessions.claim(f"new-{uuid.uuid4().hex}", None) is None
+    assert a.sessions.stats()["session_claims_deferred"] == 1
+    assert a.state.failures == failures + 1
+    assert a.state.last_error.startswith("shared state unavailable (ConnectionError")
+    own_redis.start()
+
+
+@pytest.mark.fak_theorem("C4.12")
+@pytest.mark.parametrize("denied", ["info", "setbit", "strlen"])
+def test_a_redis_that_hides_its_memory_refuses_the_start(
+    own_redis: RedisServer, denied: str
+) -> None:
+    own_redis.command("ACL", "SETUSER", "u", "on", ">pw", "~*", "&*", "+@all", f"-{denied}")
+    url = f"redis://u:pw@127.0.0.1:{own_redis.port}/0"
+    with pytest.raises(BootstrapError) as info:
+        open_shared(url)
+    message = str(info.value)
+    assert message.startswith(f"--state {url}: cannot size the orphan bitmap or read the ")
+    assert "no permissions" in message
+    assert message.endswith("; STRLEN, SETBIT and INFO must be allowed")
+    assert own_redis.command("EXISTS", "fak:epoch") == "0"  # refused before the epoch
 
 
 async def _probe(state: RedisState) -> dict[str, Any]:
