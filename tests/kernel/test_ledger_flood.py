@@ -132,3 +132,148 @@ def test_a_fresh_session_reads_only_its_own_mark(buckets: int, flood: int) -> No
     before = ledger.level("early")
     ledger.begin("early", "other")
     assert ledger.level("early") == before
+
+
+class OwnersModel:
+    """C4.11's ledger as its text states it: marks charged to owners, each owner's marks in
+    least-recently-raised order, the heaviest owner's oldest evicted first (ties to the
+    least owner string) into its bucket; begun traces read their own mark only."""
+
+    def __init__(self, ledger: MemoryLedger) -> None:
+        self.ledger = ledger  # its bucket function (keyed hash; C4.4's model checks it)
+        self.marks: dict[str, Taint] = {}
+        self.order: list[str] = []  # least recently raised first
+        self.owner: dict[str, str] = {}
+        self.born: set[str] = set()
+        self.tomb: dict[int, Taint] = {}
+        self.evicted = 0
+
+    def cost(self, trace: str) -> int:
+        return ENTRY_OVERHEAD + len(trace.encode("utf-8"))
+
+    def spent(self, owner: str) -> int:
+        return sum(self.cost(t) for t in self.marks if self.owner[t] == owner)
+
+    def level(self, trace: str) -> Taint:
+        live = self.marks.get(trace, Taint.TRUSTED)
+        if trace in self.born:
+            return live
+        return max(live, self.tomb.get(self.ledger._bucket(trace), Taint.TRUSTED))
+
+    def touch(self, trace: str) -> None:
+        if trace in self.order:
+            self.order.remove(trace)
+        self.order.append(trace)
+
+    def bound(self) -> None:
+        while len(self.marks) > self.ledger.limit or (
+            sum(map(self.cost, self.marks)) > self.ledger.max_bytes and len(self.marks) > 1
+        ):
+            owners = {self.owner[t] for t in self.marks}
+            heavy = min(owners, key=lambda o: (-self.spent(o), o))
+            old = next(t for t in self.order if self.owner[t] == heavy)
+            mark = self.marks.pop(old)
+            self.order.remove(old)
+            del self.owner[old]
+            self.born.discard(old)
+            b = self.ledger._bucket(old)
+            self.tomb[b] = max(self.tomb.get(b, Taint.TRUSTED), mark)
+            self.evicted += 1
+
+    def begin(self, trace: str, owner: str) -> None:
+        if trace not in self.marks:
+            self.marks[trace] = Taint.TRUSTED
+            self.owner[trace] = owner
+        elif trace not in self.born:
+            self.marks[trace] = self.level(trace)
+        self.born.add(trace)
+        self.touch(trace)
+        self.bound()
+
+    def raise_to(self, trace: str, taint: Taint, owner: str) -> Taint:
+        current = self.marks.get(trace)
+        if current is None and taint == Taint.TRUSTED:
+            return self.level(trace)
+        if current is None:
+            self.owner[trace] = owner
+        self.marks[trace] = max(current or Taint.TRUSTED, taint)
+        self.touch(trace)
+        self.bound()
+        return self.level(trace)
+
+    def reset(self, trace: str) -> None:
+        if trace in self.born:
+            self.marks[trace] = Taint.TRUSTED
+        elif trace in self.marks:
+            del self.marks[trace]
+            self.order.remove(trace)
+            del self.owner[trace]
+
+
+OWNERS = ("", "a", "b", "zz")
+IDS = ("t0", "t1", "t2", "é€", "t4", "longer-trace-id", "t6")
+
+
+@pytest.mark.fak_theorem("C4.4", "C4.11")
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["begin", "raise", "raise", "reset"]),
+            st.sampled_from(IDS),
+            st.sampled_from(Taint),
+            st.sampled_from(OWNERS),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(1, 6),
+    st.integers(1, 900),
+    st.sampled_from([1, 3, TOMBSTONE_BUCKETS]),
+)
+def test_the_ledger_matches_its_owners_model(
+    ops: list[tuple[str, str, Taint, str]], limit: int, max_bytes: int, buckets: int
+) -> None:
+    ledger = MemoryLedger(limit=limit, max_bytes=max_bytes, buckets=buckets)
+    model = OwnersModel(ledger)
+    for op, trace, taint, owner in ops:
+        if op == "begin":
+            ledger.begin(trace, owner)
+            model.begin(trace, owner)
+        elif op == "raise":
+            assert ledger.raise_to(trace, taint, owner) == model.raise_to(trace, taint, owner)
+        else:
+            ledger.reset(trace)
+            model.reset(trace)
+        assert list(ledger._marks) == model.order
+        assert dict(ledger._marks) == model.marks
+        assert ledger._owner == model.owner and ledger._born == model.born
+        for o in OWNERS:
+            assert ledger.owner_bytes(o) == model.spent(o), o
+            assert list(ledger._queues.get(o, ())) == [
+                t for t in model.order if model.owner[t] == o
+            ]
+        assert ledger.stats() == {
+            "ledger_marks": len(model.marks),
+            "ledger_bytes": sum(map(model.cost, model.marks)),
+            "ledger_bytes_limit": max_bytes,
+            "ledger_evicted": model.evicted,
+            "ledger_tombstones": sum(1 for m in model.tomb.values() if m > Taint.TRUSTED),
+            "ledger_owners": len(set(model.owner.values())),
+        }
+        for t in IDS:
+            assert ledger.level(t) == model.level(t), t
+
+
+@pytest.mark.fak_theorem("C4.11")
+@given(st.integers(1, 4), st.integers(100, 400))
+def test_the_owners_heap_stays_bounded(owners: int, raises: int) -> None:
+    """The heap of owners' byte counts keeps at most four entries per owner holding marks
+    and 64 more, however many raises and evictions changed the counts; every owner that
+    holds marks is in it with its current count."""
+    ledger = MemoryLedger(limit=8, max_bytes=1 << 20)
+    for n in range(raises):
+        ledger.raise_to(f"t{n}", Taint.TAINTED, f"o{n % owners}")
+        assert len(ledger._heap) <= 4 * len(ledger._owner_bytes) + 64
+        current = {(-b, o) for o, b in ledger._owner_bytes.items()}
+        assert current <= set(ledger._heap)
+    assert ledger.stats()["ledger_owners"] == min(owners, 8)
