@@ -69,6 +69,35 @@ def _keys(state: RedisState, trace: str) -> list[int]:
     return [int(n) for n in state.client.eval(_PTTLS, len(keys), *keys)]
 
 
+class Model:
+    """C4.12's trace keys as its text states them: a live mark (None: no key), a live
+    owner, and the orphan bit of every trace ever raised above TRUSTED."""
+
+    def __init__(self) -> None:
+        self.mark: dict[str, Taint] = {}
+        self.owned: set[str] = set()
+        self.bit: set[str] = set()
+
+    def level(self, t: str) -> Taint:
+        if t in self.mark:
+            return self.mark[t]
+        if t in self.owned or t not in self.bit:
+            return Taint.TRUSTED
+        return Taint.QUARANTINED
+
+    def raise_to(self, t: str, taint: Taint) -> Taint:
+        cur = self.level(t)
+        new = max(cur, taint)
+        if new > Taint.TRUSTED:
+            self.mark[t] = new
+            self.bit.add(t)
+        return new
+
+    def expire(self) -> None:
+        self.mark.clear()
+        self.owned.clear()
+
+
 @pytest.mark.fak_theorem("C4.12")
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(STEP, min_size=1, max_size=12))
@@ -80,7 +109,11 @@ def _keys(state: RedisState, trace: str) -> list[int]:
         (1, "idle", 0, Taint.TRUSTED),
         (1, "claim", 0, Taint.TRUSTED),
         (0, "level", 0, Taint.TRUSTED),
+        (0, "reset", 0, Taint.TRUSTED),
+        (1, "level", 0, Taint.TRUSTED),
         (0, "claim", 1, Taint.TRUSTED),
+        (0, "idle", 0, Taint.TRUSTED),
+        (1, "raise", 0, Taint.TRUSTED),
     ]
 )
 def test_a_trace_expires_whole_and_a_forgotten_mark_reads_tainted(
@@ -88,46 +121,48 @@ def test_a_trace_expires_whole_and_a_forgotten_mark_reads_tainted(
 ) -> None:
     replicas = (Replica(redis_server.url), Replica(redis_server.url))
     run = uuid.uuid4().hex[:8]  # ids of this example's own
-    least: dict[str, Taint] = {}  # what each trace reads at least
-    tainted: set[str] = set()  # raised above TRUSTED since its keys last expired
+    names = [f"{run}-{name}" for name in TRACES]
+    model = Model()
     for side, op, pick, taint in steps:
         r = replicas[side]
-        trace = f"{run}-{TRACES[pick]}"
+        trace = names[pick]
         if op == "idle":
             time.sleep(TTL + 0.1)
-            for t in [f"{run}-{name}" for name in TRACES]:
-                was = t in tainted
-                for other in replicas:
-                    assert other.ledger.level(t) == (Taint.QUARANTINED if was else Taint.TRUSTED)
+            model.expire()
+            for t in names:
                 assert _keys(r.state, t) == [-2, -2]  # both gone
-                least[t] = Taint.QUARANTINED if was else Taint.TRUSTED
-            continue
-        if op == "claim":
+        elif op == "claim":
             status = 0
             try:
-                r.sessions.claim(trace, f"token-{uuid.uuid4().hex}")
+                got = r.sessions.claim(trace, f"token-{uuid.uuid4().hex}")
             except SessionError as exc:
                 status = exc.status
-            assert status in (0, 403)  # 403: owned by another token
+            if trace in model.owned:
+                assert status == 403  # owned by another token
+            elif trace in model.bit:  # raised, and no owner (expired, or never claimed)
+                assert (status, got) == (0, None)  # an orphan
+            else:
+                assert status == 0 and got is not None
+                model.owned.add(trace)
         elif op == "claim-minted":
             fresh = f"{run}-gw-{uuid.uuid4().hex}"
             assert r.sessions.claim(fresh, None, fresh=True) is not None
             assert r.ledger.level(fresh) == Taint.TRUSTED
-            trace = fresh
+            assert _keys(r.state, fresh)[1] == -2  # no mark written for a read
         elif op == "raise":
-            got = r.ledger.raise_to(trace, taint)
-            least[trace] = max(least.get(trace, Taint.TRUSTED), taint)
-            if taint > Taint.TRUSTED:
-                tainted.add(trace)
-            assert got >= least[trace]
+            assert r.ledger.raise_to(trace, taint) == model.raise_to(trace, taint)
         elif op == "reset":
             r.ledger.reset(trace)
-            least[trace] = Taint.TRUSTED
-        for t, mark in least.items():
+            model.mark[trace] = Taint.TRUSTED
+        else:
+            assert r.ledger.level(trace) == model.level(trace)
+        for t in names:  # both replicas read what the model holds
             for other in replicas:
-                assert other.ledger.level(t) >= mark, (t, mark)
-        for t in {trace, *least}:  # every key lives at most the expiry, a trace's together
+                assert other.ledger.level(t) == model.level(t), (t, op)
+        for t in names:  # every key lives at most the expiry, a trace's two together
             owner, mark = _keys(r.state, t)
+            assert (owner != -2) is (t in model.owned), t
+            assert (mark != -2) is (t in model.mark), t
             for pttl in (owner, mark):
                 assert pttl == -2 or 0 < pttl <= r.state.ttl_ms, (t, owner, mark)
             assert -2 in (owner, mark) or owner == mark, (t, owner, mark)
@@ -168,7 +203,7 @@ def _used(server: RedisServer) -> int:
     return int(next(ln for ln in info.splitlines() if ln.startswith("used_memory:"))[12:])
 
 
-@pytest.mark.fak_theorem("C4.12")
+@pytest.mark.fak_theorem("C4.4", "C4.12")
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -221,7 +256,7 @@ def test_a_redis_near_its_maxmemory_refuses_new_sessions_first(
     own_redis.start()
 
 
-@pytest.mark.fak_theorem("C4.12")
+@pytest.mark.fak_theorem("C4.4", "C4.12")
 @pytest.mark.parametrize("denied", ["info", "setbit", "strlen"])
 def test_a_redis_that_hides_its_memory_refuses_the_start(
     own_redis: RedisServer, denied: str
@@ -249,7 +284,7 @@ async def _probe(state: RedisState) -> dict[str, Any]:
 PAYLOADS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300)
 
 
-@pytest.mark.fak_theorem("C4.12")
+@pytest.mark.fak_theorem("C4.7", "C4.12")
 @settings(max_examples=30, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from(["p1", "p2", "p3", "p4"]), PAYLOADS), max_size=12),
