@@ -230,6 +230,25 @@ IDS = ("t0", "t1", "t2", "é€", "t4", "longer-trace-id", "t6")
     st.integers(1, 900),
     st.sampled_from([1, 3, TOMBSTONE_BUCKETS]),
 )
+@example(  # each raise moves its mark to the end; an equal one too
+    [
+        ("raise", "t0", Taint.TAINTED, "a"),
+        ("raise", "t1", Taint.TAINTED, "a"),
+        ("raise", "t0", Taint.TAINTED, "a"),
+        ("raise", "t1", Taint.QUARANTINED, "a"),
+        ("begin", "t0", Taint.TRUSTED, "a"),
+        ("reset", "t1", Taint.TRUSTED, "a"),
+    ],
+    6,
+    900,
+    TOMBSTONE_BUCKETS,
+)
+@example(  # exactly at the byte bound: nothing evicted
+    [("raise", "t0", Taint.TAINTED, "a"), ("raise", "t1", Taint.TAINTED, "b")],
+    6,
+    2 * (ENTRY_OVERHEAD + 2),
+    1,
+)
 def test_the_ledger_matches_its_owners_model(
     ops: list[tuple[str, str, Taint, str]], limit: int, max_bytes: int, buckets: int
 ) -> None:
@@ -252,6 +271,7 @@ def test_the_ledger_matches_its_owners_model(
             assert list(ledger._queues.get(o, ())) == [
                 t for t in model.order if model.owner[t] == o
             ]
+        assert set(ledger._queues) == set(model.owner.values())  # no empty queue kept
         assert ledger.stats() == {
             "ledger_marks": len(model.marks),
             "ledger_bytes": sum(map(model.cost, model.marks)),

@@ -146,7 +146,8 @@ def test_a_trace_expires_whole_and_a_forgotten_mark_reads_tainted(
                 model.owned.add(trace)
         elif op == "claim-minted":
             fresh = f"{run}-gw-{uuid.uuid4().hex}"
-            assert r.sessions.claim(fresh, None, fresh=True) is not None
+            minted = r.sessions.claim(fresh, None, fresh=True)
+            assert minted is not None and len(minted) == 32  # 192 bits, URL-safe
             assert r.ledger.level(fresh) == Taint.TRUSTED
             assert _keys(r.state, fresh)[1] == -2  # no mark written for a read
         elif op == "raise":
@@ -305,3 +306,22 @@ def test_held_results_in_redis_are_bounded_in_bytes_as_in_one_process(
         for k in ("p1", "p2", "p3", "p4"):
             assert shared.get(run + k) == local.get(run + k), k
         assert int(state.client.get("fak:heldbytes") or 0) == local.stats()["held_bytes"]
+
+
+@pytest.mark.fak_theorem("C4.12")
+@pytest.mark.parametrize(("length", "ok"), [(15, False), (16, True), (256, True), (257, False)])
+def test_a_session_token_is_16_to_256_characters(
+    redis_server: RedisServer, length: int, ok: bool
+) -> None:
+    r = Replica(redis_server.url)
+    trace = f"tok-{uuid.uuid4().hex}"
+    if ok:
+        assert r.sessions.claim(trace, "t" * length) == "t" * length
+        return
+    with pytest.raises(SessionError) as info:
+        r.sessions.claim(trace, "t" * length)
+    assert info.value.status == 400
+    assert info.value.message == (
+        "x-fak-session: a session token is 16 to 256 characters; drop the header and the "
+        "gateway mints one"
+    )
