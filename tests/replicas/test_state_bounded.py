@@ -29,7 +29,7 @@ from fak_core.gateway.bootstrap import BootstrapError
 from fak_core.gateway.redis_sessions import PREFIX, RedisSessions
 from fak_core.gateway.replicas import open_shared
 from fak_core.gateway.sessions import SessionError
-from fak_core.redis_state import ORPHAN_KEY, RedisState
+from fak_core.redis_state import ORPHAN_KEY, RedisState, memory_problem
 from fak_core.redis_stores import RedisHeldStore, RedisLedger
 from fak_core.taint import Taint
 
@@ -325,3 +325,17 @@ def test_a_session_token_is_16_to_256_characters(
         "x-fak-session: a session token is 16 to 256 characters; drop the header and the "
         "gateway mints one"
     )
+
+
+@pytest.mark.fak_theorem("C4.12")
+@given(st.integers(0, 1 << 40), st.integers(0, 1 << 40))
+@example(9, 10)  # exactly 90 %
+@example(1, 1)
+@example(5, 0)  # no maxmemory: never full
+def test_full_is_90_percent_of_a_set_maxmemory(used: int, most: int) -> None:
+    problem = memory_problem(used, most)
+    if most > 0 and used * 10 >= most * 9:
+        assert problem is not None and re.fullmatch(FULL, problem)
+        assert f"Redis holds {used} bytes of its maxmemory {most} " in problem
+    else:
+        assert problem is None
