@@ -297,3 +297,14 @@ def test_the_owners_heap_stays_bounded(owners: int, raises: int) -> None:
         current = {(-b, o) for o, b in ledger._owner_bytes.items()}
         assert current <= set(ledger._heap)
     assert ledger.stats()["ledger_owners"] == min(owners, 8)
+
+
+@pytest.mark.fak_theorem("C4.4", "C4.11")
+@pytest.mark.parametrize(
+    ("given_buckets", "kept"), [(-1, TOMBSTONE_BUCKETS), (0, TOMBSTONE_BUCKETS), (1, 1), (7, 7)]
+)
+def test_the_tombstone_array_has_the_size_asked_for(given_buckets: int, kept: int) -> None:
+    """A bucket count below 1 is the default (65 536), as the other bounds."""
+    ledger = MemoryLedger(buckets=given_buckets)
+    assert ledger.buckets == kept and len(ledger._tomb) == kept
+    assert all(0 <= ledger._bucket(f"t{n}") < kept for n in range(50))
