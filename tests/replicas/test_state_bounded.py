@@ -106,6 +106,8 @@ class Model:
         (0, "claim", 0, Taint.TRUSTED),
         (0, "raise", 0, Taint.TAINTED),
         (1, "claim", 1, Taint.TRUSTED),
+        (0, "claim", 1, Taint.TRUSTED),  # owned by another token: 403
+        (1, "claim-minted", 2, Taint.TRUSTED),
         (1, "idle", 0, Taint.TRUSTED),
         (1, "claim", 0, Taint.TRUSTED),
         (0, "level", 0, Taint.TRUSTED),
