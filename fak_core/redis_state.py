@@ -14,6 +14,16 @@ when the shared state cannot be trusted:
   lost: a restart without persistence, a ``FLUSHALL``), every operation fails with
   :class:`StateUnavailable` until an operator restarts the replicas: forgotten state is
   never read as clean.
+* **Bounded, expiring, closed.** A trace's owner key (``fak:owner:<t>``) and taint key
+  (``fak:taint:<t>``) carry one sliding expiry (``ttl``, default
+  :data:`DEFAULT_STATE_TTL` seconds), refreshed together by every script that touches
+  either (:data:`TRACE_LUA`), so they expire together. A trace raised above TRUSTED sets
+  its bit in a fixed-size salted bitmap (``fak:orphans``, :data:`ORPHAN_BITS` bits, the
+  salt the epoch): once its keys expired, it reads QUARANTINED and nobody may claim it
+  afresh (an *orphan*), so a forgotten mark never reads cleaner on any replica. A Redis
+  whose ``used_memory`` is at :data:`FULL_FRACTION` of its ``maxmemory`` refuses the
+  start and, at run time (polled at most once a second), new sessions (a 503 naming it)
+  before existing sessions' writes fail.
 * **Outage.** Any Redis error or timeout (``socket_timeout``, no retries) is a
   :class:`StateUnavailable`, which the kernel and the gateway turn into DENY/STATE_DOWN
   (:data:`STATE_DOWN`, an extension reason; disposition WAIT). Nothing falls back to a
@@ -44,16 +54,29 @@ from fak_core.statedown import STATE_DOWN, StateUnavailable, register_state_down
 
 __all__ = [
     "DEFAULT_STATE_TIMEOUT",
+    "DEFAULT_STATE_TTL",
     "EPOCH_KEY",
+    "FULL_FRACTION",
+    "ORPHAN_BITS",
     "STATE_DOWN",
     "RedisState",
     "StateConfigError",
     "StateUnavailable",
+    "memory_problem",
     "register_state_down",
 ]
 
 #: Seconds one Redis command may take before it is an outage.
 DEFAULT_STATE_TIMEOUT = 0.5
+#: Seconds a trace's keys live after their last use (``fak serve --state-ttl``).
+DEFAULT_STATE_TTL = 3600
+#: The share of ``maxmemory`` at which new sessions (and the start) are refused.
+FULL_FRACTION = 0.9
+#: Seconds between two reads of Redis's memory figures by one replica.
+MEMORY_POLL_S = 1.0
+#: Bits in the shared orphan bitmap (2**24 bits: 2 MiB).
+ORPHAN_BITS = 1 << 24
+ORPHAN_KEY = "fak:orphans"
 EPOCH_KEY = "fak:epoch"
 _LOST = "FAKLOST"
 #: Every script starts here: the epoch this replica found must still be there.
@@ -62,6 +85,36 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return redis.error_reply('{_LOST} the shared state was lost (fak:epoch changed)')
 end
 """
+
+
+#: Lua shared by the scripts that touch a trace (``ARGV[1]`` is the epoch, the salt):
+#: ``life`` gives its owner and taint keys one expiry, ``orphaned``/``orphan`` read and
+#: set its bit in the orphan bitmap, ``FORGOT`` is what a forgotten mark reads.
+TRACE_LUA = (
+    """
+local FORGOT = 2
+local function life(t, ttl)
+  redis.call('PEXPIRE', 'fak:owner:'..t, ttl)
+  redis.call('PEXPIRE', 'fak:taint:'..t, ttl)
+end
+local function obit(t)
+  local h = redis.sha1hex(ARGV[1]..':'..t)
+  return tonumber(string.sub(h, 1, 8), 16) % """
+    + str(ORPHAN_BITS)
+    + """
+end
+local function orphaned(t)
+  return redis.call('GETBIT', '"""
+    + ORPHAN_KEY
+    + """', obit(t)) == 1
+end
+local function orphan(t)
+  redis.call('SETBIT', '"""
+    + ORPHAN_KEY
+    + """', obit(t), 1)
+end
+"""
+)
 
 
 _SCHEMES = ("redis", "rediss", "unix")
@@ -123,9 +176,17 @@ def _digits(text: str) -> bool:
 class RedisState:
     """The shared Redis: a synchronous client for the stores, an asyncio one for health."""
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_STATE_TIMEOUT) -> None:
+    def __init__(
+        self, url: str, *, timeout: float = DEFAULT_STATE_TIMEOUT, ttl: float = DEFAULT_STATE_TTL
+    ) -> None:
         self.url = parse_url(url)
         self.timeout = timeout
+        if not 0 < ttl < float("inf"):
+            raise StateConfigError(f"--state-ttl {ttl}: a positive number of seconds")
+        self.ttl = ttl
+        #: The expiry in milliseconds, as the scripts are given it.
+        self.ttl_ms = max(1, int(ttl * 1000))
+        self._memory: tuple[float, int, int] = (float("-inf"), 0, 0)
         options: dict[str, Any] = {
             "socket_timeout": timeout,
             "socket_connect_timeout": timeout,
@@ -162,6 +223,20 @@ class RedisState:
         if problem:
             raise StateConfigError(f"--state {self.url}: {problem}")
         try:
+            # the orphan bitmap takes its full size now, not bit by bit as traces are raised
+            # (Redis grows a string to the highest bit set): its 2 MiB count from the start
+            if self.client.strlen(ORPHAN_KEY) < ORPHAN_BITS // 8:
+                self.client.setbit(ORPHAN_KEY, ORPHAN_BITS - 1, 0)
+            used, most = self._read_memory()
+        except redis.RedisError as exc:
+            raise StateConfigError(
+                f"--state {self.url}: cannot size the orphan bitmap or read the memory "
+                f"figures ({exc}); STRLEN, SETBIT and INFO must be allowed"
+            ) from exc
+        problem = memory_problem(used, most)
+        if problem:
+            raise StateConfigError(f"--state {self.url}: {problem}")
+        try:
             self.client.set(EPOCH_KEY, secrets.token_hex(16), nx=True)
             epoch = self.client.get(EPOCH_KEY)
         except redis.RedisError as exc:
@@ -169,6 +244,25 @@ class RedisState:
         if not epoch:
             raise StateConfigError(f"--state {self.url}: could not read {EPOCH_KEY}")
         self.epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
+
+    def _read_memory(self) -> tuple[int, int]:
+        info = self.client.info("memory")
+        used, most = int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))
+        self._memory = (time.monotonic(), used, most)
+        return used, most
+
+    def full(self) -> str | None:
+        """Why no new session may start (Redis near its ``maxmemory``), or None. Reads the
+        figures at most once per :data:`MEMORY_POLL_S` (one extra round trip then); a
+        Redis that cannot be read is :class:`StateUnavailable`."""
+        stamp, used, most = self._memory
+        if time.monotonic() - stamp >= MEMORY_POLL_S:
+            try:
+                used, most = self._read_memory()
+            except redis.RedisError as exc:
+                self._failed(exc)
+                raise StateUnavailable(self._why(exc)) from None
+        return memory_problem(used, most)
 
     # ------------------------------------------------------------------ operations
     def script(self, body: str) -> Any:
@@ -215,14 +309,24 @@ class RedisState:
             epoch = await client.get(EPOCH_KEY)
             config = await client.config_get("maxmemory-policy")
             config.update(await client.config_get("appendonly"))
+            info = await client.info("memory")
+            keys = await client.dbsize()
         except redis.RedisError as exc:
             self._failed(exc)
             return {**out, "failures": self.failures, "ok": False, "error": self._why(exc)}
+        used, most = int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))
+        out.update(
+            keys=int(keys),
+            used_memory=used,
+            maxmemory=most,
+            ttl_s=self.ttl,
+            orphan_bits=ORPHAN_BITS,
+        )
         found = epoch.decode() if isinstance(epoch, bytes) else epoch
         if found != self.epoch:
             why = self._why(RuntimeError(_LOST))
             return {**out, "ok": False, "error": why}
-        problem = settings_problem(config)
+        problem = settings_problem(config) or memory_problem(used, most)
         if problem:
             return {**out, "ok": False, "error": problem}
         return {**out, "ok": True}
@@ -254,6 +358,19 @@ def settings_problem(config: dict[Any, Any]) -> str | None:
         return (
             "Redis appendonly is off: a restart would forget every write since the last "
             "snapshot, taint included; set appendonly yes (appendfsync everysec or always)"
+        )
+    return None
+
+
+def memory_problem(used: int, most: int) -> str | None:
+    """Why a Redis using ``used`` of ``most`` bytes (``maxmemory``; 0: no limit) takes no
+    new session: at :data:`FULL_FRACTION` of its limit, the room left is kept for the
+    sessions already open."""
+    if most > 0 and used >= FULL_FRACTION * most:
+        return (
+            f"Redis holds {used} bytes of its maxmemory {most} (at least "
+            f"{FULL_FRACTION:.0%}): new sessions are refused so that open ones keep "
+            "working; raise maxmemory, lower --state-ttl, or wait for idle sessions to expire"
         )
     return None
 

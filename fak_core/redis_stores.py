@@ -4,8 +4,10 @@ Each implements the interface of its in-memory sibling, so the kernel decides ex
 it does in one process:
 
 * :class:`RedisLedger` (a :class:`~fak_core.ledger.TaintLedger`): ``raise_to`` is one Lua
-  script, an atomic maximum; marks carry no expiry and the Redis must not evict
-  (checked at start), so a missing mark means "never raised" within an epoch.
+  script, an atomic maximum; a mark expires with its trace's owner key (one sliding
+  expiry), the Redis must not evict (checked at start), and a mark that expired reads
+  QUARANTINED (the orphan bitmap of :mod:`fak_core.redis_state`): a missing mark means
+  "never raised" only for a trace never raised.
 * :class:`RedisRateLimiter` (a :class:`~fak_core.ratelimit.RateLimiter`): reserve and
   release are Lua scripts on a fixed window timed by Redis's own clock, so replicas share
   one budget and concurrent calls cannot overspend.
@@ -41,7 +43,7 @@ from fak_core.grounding import (
 )
 from fak_core.ratelimit import BY, RateLimit, RateLimiter
 from fak_core.reasons import Reason
-from fak_core.redis_state import RedisState, StateUnavailable
+from fak_core.redis_state import TRACE_LUA, RedisState, StateUnavailable
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict
 from fak_core.view import CallView
@@ -63,18 +65,55 @@ def _key(prefix: str, name: str) -> str:
     return prefix + name
 
 
-_LEVEL = """
-return tonumber(redis.call('GET', KEYS[2]) or '0')
-"""
-_RAISE = """
-local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
-local want = tonumber(ARGV[2])
-if want > cur then
-  redis.call('SET', KEYS[2], want)
-  return want
+# KEYS[2] is fak:taint:<t>; ARGV: the epoch, the trace, its expiry (ms), then the label.
+# A missing mark of a trace whose owner key is gone and whose orphan bit is set was
+# forgotten (expired): it reads FORGOT, and a raise starts from there.
+_LEVEL = (
+    TRACE_LUA
+    + """
+local t = ARGV[2]
+local cur = redis.call('GET', KEYS[2])
+if cur then
+  life(t, ARGV[3])
+  return tonumber(cur)
 end
-return cur
+if redis.call('EXISTS', 'fak:owner:'..t) == 1 then
+  life(t, ARGV[3])
+  return 0
+end
+if orphaned(t) then return FORGOT end
+return 0
 """
+)
+_RAISE = (
+    TRACE_LUA
+    + """
+local t = ARGV[2]
+local cur = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if cur < 0 then
+  cur = 0
+  if redis.call('EXISTS', 'fak:owner:'..t) == 0 and orphaned(t) then cur = FORGOT end
+end
+local want = tonumber(ARGV[4])
+if cur > want then want = cur end
+if want > 0 then
+  redis.call('SET', KEYS[2], want, 'PX', ARGV[3])
+  orphan(t)
+end
+life(t, ARGV[3])
+return want
+"""
+)
+# A reset writes a clean mark (so a trace raised once reads TRUSTED, not forgotten, while
+# its keys live); who may reset is the gateway's to say (the owner, or the operator).
+_LEDGER_RESET = (
+    TRACE_LUA
+    + """
+redis.call('SET', KEYS[2], 0, 'PX', ARGV[3])
+life(ARGV[2], ARGV[3])
+return 1
+"""
+)
 _RESET = """
 redis.call('DEL', KEYS[2])
 return 1
@@ -84,6 +123,8 @@ return 1
 class RedisLedger:
     """Taint marks in Redis: ``fak:taint:<trace>``; raising is an atomic maximum.
 
+    A mark expires with its trace's owner key (one sliding expiry, refreshed on every
+    read and raise); a forgotten mark reads QUARANTINED (:mod:`fak_core.redis_state`).
     Not declared non-blocking: reading it is a network round trip, so the gateway decides
     on a worker thread under its deadline."""
 
@@ -93,23 +134,27 @@ class RedisLedger:
         self.state = state
         self._level = state.script(_LEVEL)
         self._raise = state.script(_RAISE)
-        self._reset = state.script(_RESET)
+        self._reset = state.script(_LEDGER_RESET)
+
+    def _args(self, trace_id: str) -> list[object]:
+        return [trace_id, self.state.ttl_ms]
 
     def level(self, trace_id: str) -> Taint:
-        out = self.state.run(self._level, [self.PREFIX + trace_id], [])
+        out = self.state.run(self._level, [self.PREFIX + trace_id], self._args(trace_id))
         return Taint(min(int(out), Taint.QUARANTINED))
 
     def raise_to(self, trace_id: str, taint: Taint) -> Taint:
         """Raise the trace's mark to at least ``taint`` (atomically); the new level."""
-        out = self.state.run(self._raise, [self.PREFIX + trace_id], [int(Taint(taint))])
+        args = [*self._args(trace_id), int(Taint(taint))]
+        out = self.state.run(self._raise, [self.PREFIX + trace_id], args)
         return Taint(min(int(out), Taint.QUARANTINED))
 
     def reset(self, trace_id: str) -> None:
-        self.state.run(self._reset, [self.PREFIX + trace_id], [])
+        self.state.run(self._reset, [self.PREFIX + trace_id], self._args(trace_id))
 
     def stats(self) -> dict[str, int]:
         """Counters for ``/healthz`` (integers, as every store's): the marks are shared."""
-        return {"ledger_shared": 1}
+        return {"ledger_shared": 1, "ledger_ttl_ms": self.state.ttl_ms}
 
     def __len__(self) -> int:
         return 0  # not counted: a SCAN per call would be linear in every session
@@ -207,8 +252,11 @@ if id == '' then id = 'q' .. redis.call('INCR', KEYS[2]) end
 local item = KEYS[3] .. id
 local old = redis.call('HGET', item, 'stub')
 if old then redis.call('DEL', KEYS[4] .. redis.sha1hex(old)) end
+redis.call('DECRBY', KEYS[7], tonumber(redis.call('HGET', item, 'size') or '0'))
 redis.call('DEL', item)
-redis.call('HSET', item, 'payload', ARGV[3])
+local size = string.len(ARGV[3]) + string.len(id)
+redis.call('HSET', item, 'payload', ARGV[3], 'size', size)
+redis.call('INCRBY', KEYS[7], size)
 local stub = ARGV[4]
 if stub ~= '' then
   if ARGV[2] == '' then stub = string.gsub(stub, '{id}', id) end
@@ -217,10 +265,12 @@ if stub ~= '' then
 end
 redis.call('LREM', KEYS[5], 0, id)
 redis.call('RPUSH', KEYS[5], id)
-while redis.call('LLEN', KEYS[5]) > tonumber(ARGV[5]) do
+while redis.call('LLEN', KEYS[5]) > 0 and (redis.call('LLEN', KEYS[5]) > tonumber(ARGV[5])
+    or tonumber(redis.call('GET', KEYS[7]) or '0') > tonumber(ARGV[6])) do
   local gone = redis.call('LPOP', KEYS[5])
   local s = redis.call('HGET', KEYS[3] .. gone, 'stub')
   if s then redis.call('DEL', KEYS[4] .. redis.sha1hex(s)) end
+  redis.call('DECRBY', KEYS[7], tonumber(redis.call('HGET', KEYS[3] .. gone, 'size') or '0'))
   redis.call('DEL', KEYS[3] .. gone)
   redis.call('INCR', KEYS[6])
 end
@@ -238,7 +288,8 @@ return redis.call('HGET', KEYS[2], ARGV[2])
 
 
 class RedisHeldStore(HeldStore):
-    """Held (quarantined, paged-out) payloads in Redis, bounded in count (oldest first).
+    """Held (quarantined, paged-out) payloads in Redis, bounded in count and in bytes (the
+    payload's UTF-8 and its id, as in one process: ``fak:heldbytes``), oldest first.
 
     ``hold`` writes the payload, its id (``q<n>`` from one shared counter) and its stub in
     one script, before the kernel hands the stub out; ``minted`` asks Redis, so a stub
@@ -255,7 +306,14 @@ class RedisHeldStore(HeldStore):
         self._hold = state.script(_HOLD)
         self._minted = state.script(_MINTED)
         self._get = state.script(_GET)
-        self._keys = ["fak:heldseq", "fak:held:", "fak:stub:", "fak:heldq", "fak:heldevicted"]
+        self._keys = [
+            "fak:heldseq",
+            "fak:held:",
+            "fak:stub:",
+            "fak:heldq",
+            "fak:heldevicted",
+            "fak:heldbytes",
+        ]
 
     def hold(
         self, payload: str, key: str | None = None, *, stub: Callable[[str], str] | None = None
@@ -266,7 +324,7 @@ class RedisHeldStore(HeldStore):
             # around a marker (an id is q<n>, never the marker) and the script puts it in.
             template = stub(key) if key else stub("{id}")
         held_id, _ = self.state.run(
-            self._hold, self._keys, [key or "", payload, template, self.limit]
+            self._hold, self._keys, [key or "", payload, template, self.limit, self.max_bytes]
         )
         return (
             held_id.decode("utf-8", "surrogatepass") if isinstance(held_id, bytes) else str(held_id)
@@ -289,7 +347,7 @@ class RedisHeldStore(HeldStore):
         return None if out is None else out.decode("utf-8", "surrogatepass")
 
     def stats(self) -> dict[str, int]:
-        return {"held_limit": self.limit}
+        return {"held_limit": self.limit, "held_bytes_limit": self.max_bytes}
 
     def __len__(self) -> int:
         return 0

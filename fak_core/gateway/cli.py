@@ -141,6 +141,14 @@ def register(subparsers: Any) -> None:
         "Redis, redis://HOST:PORT/DB, shared by every replica; default: in this process",
     )
     p.add_argument(
+        "--state-ttl",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --state: seconds a session's owner and taint mark live in Redis after "
+        "their last use (default 3600); a tainted session that expired is refused for good",
+    )
+    p.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -268,7 +276,7 @@ def serve(ns: argparse.Namespace) -> int:
     if workers == 1:
         return _serve_one(ns, None, replica)
     try:  # check everything once before forking, so a bad setting fails the start
-        open_shared(str(state_url)).close()
+        open_shared(str(state_url), ttl=getattr(ns, "state_ttl", None)).close()
         if ns.manifest:  # each worker re-validates it; the parent names what they run
             _, digest = manifest_policy(ns.manifest, ns.node)
             described = f"manifest {ns.manifest} node {ns.node} ({digest})"
@@ -310,7 +318,8 @@ def _serve_one(ns: argparse.Namespace, bound: socket.socket | None, replica: str
             described = f"manifest {ns.manifest} node {ns.node} ({manifest_digest})"
         elif ns.node:
             raise BootstrapError("--node goes with --manifest FILE")
-        shared = open_shared(state_url) if state_url else None
+        ttl = getattr(ns, "state_ttl", None)
+        shared = open_shared(state_url, ttl=ttl) if state_url else None
         kernel_options = shared_kernel_options(shared) if shared is not None else None
         state = build_state(ns.policy, ns.tools, kernel_options=kernel_options, **options)
         if shared is not None:

@@ -197,12 +197,14 @@ _SCHEMAS: dict[str, Any] = {
             "ok": {
                 "type": "boolean",
                 "description": "true; false only when the shared session state "
-                "(fak serve --state) cannot be reached or trusted (see state)",
+                "(fak serve --state) cannot be reached or trusted, or is at 90% of its "
+                "maxmemory (see state)",
             },
             "state": {
                 "type": "object",
                 "description": "with fak serve --state: the shared state's probe (backend, "
-                "ok, failures, error)",
+                "ok, failures, error; keys, used_memory, maxmemory, ttl_s and orphan_bits "
+                "when Redis answered)",
             },
             "policy_digest": {"type": "string"},
             "tools": {"type": "integer"},
@@ -291,7 +293,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         "fak serve --allowed-hosts)",
         500: "unexpected failure; logged under the trace id",
         503: "the decision journal cannot record the change, or the shared session state "
-        "(fak serve --state) cannot be reached (nothing changed)",
+        "(fak serve --state) cannot be reached (nothing changed), or it is at 90% of its "
+        "maxmemory and the request would open a new session (open sessions go on)",
     }
     out = {}
     # 403 on every route: a cross-site Origin (and, on trace routes, a non-owner).
@@ -335,11 +338,7 @@ def _paths() -> dict[str, Any]:
             "Decide a tool call (nothing runs)", "CallRequest", "AdjudicateResponse", 400, 503
         ),
         "/v1/fak/syscall": _post(
-            "Decide a tool call and run it if allowed",
-            "CallRequest",
-            "SyscallResponse",
-            400,
-            503,
+            "Decide a tool call and run it if allowed", "CallRequest", "SyscallResponse", 400, 503
         ),
         "/v1/fak/admit": _post(
             "Admit a result the client produced", "AdmitRequest", "SyscallResponse", 400, 503

@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 
-def open_shared(url: str, timeout: float | None = None) -> RedisState:
-    """The checked shared state at ``url``; a :class:`BootstrapError` saying what to fix."""
+def open_shared(url: str, timeout: float | None = None, ttl: float | None = None) -> RedisState:
+    """The checked shared state at ``url`` (``ttl``: the sessions' expiry in seconds, None
+    for the default); a :class:`BootstrapError` saying what to fix."""
     try:
         from fak_core.redis_state import RedisState, StateConfigError
     except ModuleNotFoundError as exc:
@@ -46,7 +47,12 @@ def open_shared(url: str, timeout: float | None = None) -> RedisState:
             "pip install 'pytest-fak[redis]'"
         ) from None
     try:
-        shared = RedisState(url) if timeout is None else RedisState(url, timeout=timeout)
+        options: dict[str, float] = {}
+        if timeout is not None:
+            options["timeout"] = timeout
+        if ttl is not None:
+            options["ttl"] = ttl
+        shared = RedisState(url, **options)
         shared.check()
     except StateConfigError as exc:
         raise BootstrapError(str(exc)) from None

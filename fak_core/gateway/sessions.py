@@ -26,6 +26,7 @@ import hmac
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from contextvars import ContextVar
 
 __all__ = [
@@ -136,6 +137,9 @@ class Sessions:
         self.evicted = 0
         #: Requests refused for want of the owner's token or the operator key.
         self.refused = 0
+        #: Called with each trace a claim binds to a new owner (the gateway begins it in
+        #: the taint ledger: a new session reads its own mark only, C4.11).
+        self.on_open: Callable[[str], None] | None = None
 
     def set_operator_key(self, key: str | None) -> None:
         self._operator = _digest(key) if key else None
@@ -193,6 +197,8 @@ class Sessions:
                 given = _digest(token)
             assert given is not None
             self._owners[trace] = given
+            if self.on_open is not None:
+                self.on_open(trace)
             self._bytes += ENTRY_OVERHEAD + len(trace.encode("utf-8", "surrogatepass"))
             while self._bytes > self.max_bytes and self._owners:
                 old, _ = self._owners.popitem(last=False)

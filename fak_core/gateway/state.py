@@ -147,6 +147,19 @@ class GatewayState:
     #: replaced by a marker, :mod:`fak_core.gateway.text_output`) or ``off``.
     text_links: str = "police"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name == "sessions":  # whichever owner table it is given, it opens in the ledger
+            value.on_open = self._opened
+
+    def _opened(self, trace: str) -> None:
+        """A claim bound ``trace`` to a new owner: begin it in the ledger (if the ledger
+        can), charged to the caller's credential, else its address (C4.11)."""
+        begin = getattr(self.kernel.ledger, "begin", None)
+        if callable(begin):
+            client, credential = CALLER.get()
+            begin(trace, credential or (f"client:{client}" if client else ""))
+
     def __post_init__(self) -> None:
         if self.decide_timeout is not None and not 0 < self.decide_timeout < float("inf"):
             raise ValueError(

@@ -132,7 +132,13 @@ def test_the_shared_owner_table_keeps_the_rules(redis_url: str) -> None:
                 want = "owner"
             refused += want is None
             assert table.permits(trace, sent, op_key) == want, (trace, sent, op_key)
-        assert table.stats() == {"session_refusals": refused, "session_claims_state_down": 0}
+        assert table.stats() == {
+            "session_refusals": refused,
+            "session_claims_state_down": 0,
+            "sessions_orphaned": 0,
+            "sessions_refused_full": 0,
+            "session_ttl_ms": shared.ttl_ms,
+        }
         assert len(table) == 0
 
     run()

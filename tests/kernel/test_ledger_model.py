@@ -66,6 +66,7 @@ class LedgerModel:
             "ledger_bytes_limit": self.max_bytes,
             "ledger_evicted": self.evicted,
             "ledger_tombstones": sum(1 for m in self.tomb.values() if m > Taint.TRUSTED),
+            "ledger_owners": 1 if self.marks else 0,  # one owner: the in-process user
         }
 
 

@@ -805,3 +805,29 @@ def non_finite_schemas() -> Any:
     return edited(
         schemas_mod.compile_schema, ("if (where := _non_finite(doc)) is not None:", "if False:")
     )
+
+
+@mutant("C4.11/tombstone-shared")
+def tombstone_shared() -> Any:
+    """The ledger before C4.11: the least recently raised mark of anyone is evicted, every
+    lookup joins the shared tombstone bucket, and a begun session is not told apart (no
+    entry for a TRUSTED trace): one owner's flood taints everyone's fresh sessions."""
+
+    def level(self: MemoryLedger, trace_id: str) -> Taint:
+        live = self._marks.get(trace_id, Taint.TRUSTED)
+        if not self.evicted:
+            return live
+        buried = Taint(self._tomb[self._bucket(trace_id)])
+        return live if live >= buried else buried
+
+    def heaviest(self: MemoryLedger) -> str:
+        return self._owner[next(iter(self._marks))]
+
+    def begin(self: MemoryLedger, trace_id: str, owner: str = "") -> None:
+        return None
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(MemoryLedger, "level", level))
+    stack.enter_context(mock.patch.object(MemoryLedger, "_heaviest", heaviest))
+    stack.enter_context(mock.patch.object(MemoryLedger, "begin", begin))
+    return stack

@@ -12,7 +12,10 @@ and a ``unix://`` socket path read as a database (every socket refused).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 from fak_core.redis_state import RedisState, _digits, parse_url
 from fak_core.redis_stores import RedisHeldStore, RedisRateLimiter
@@ -105,3 +108,48 @@ def held_key_strict_utf8() -> Any:
         RedisHeldStore.hold,
         ('held_id.decode("utf-8", "surrogatepass")', "held_id.decode()"),
     )
+
+
+def _scripts(edit: Callable[[str], str]) -> Any:
+    """Every script of a trace's owner and taint keys, edited (taken by the stores and the
+    owner table when they are built)."""
+    import fak_core.gateway.redis_sessions as sessions
+    import fak_core.redis_stores as stores
+
+    stack = contextlib.ExitStack()
+    for module, name in (
+        (stores, "_LEVEL"),
+        (stores, "_RAISE"),
+        (stores, "_LEDGER_RESET"),
+        (sessions, "_CLAIM"),
+        (sessions, "_OWNER"),
+    ):
+        stack.enter_context(mock.patch.object(module, name, edit(getattr(module, name))))
+    return stack
+
+
+@mutant("C4.12/redis-no-expiry")
+def redis_no_expiry() -> Any:
+    """Owner and taint keys are written without an expiry and never refreshed (the bug):
+    Redis grows with every session until it is full and refuses everyone."""
+    return _scripts(
+        lambda text: (
+            text.replace(", 'PX', ARGV[3]", "")
+            .replace(", 'PX', ARGV[4]", "")
+            .replace("redis.call('PEXPIRE',", "-- redis.call('PEXPIRE',")
+        )
+    )
+
+
+@mutant("C4.12/expired-reads-clean")
+def expired_reads_clean() -> Any:
+    """A trace whose keys expired is taken for a new one: it reads TRUSTED and anyone may
+    claim it afresh (forgotten state reads clean)."""
+    return _scripts(lambda text: text.replace("orphaned(t) then", "false then"))
+
+
+@mutant("C4.12/held-count-only-shared")
+def held_count_only_shared() -> Any:
+    """Held results in Redis are bounded by count only (the bug): 8192 payloads of up to
+    the body limit each, far past the in-process store's bytes."""
+    return edited(RedisHeldStore.hold, ("self.limit, self.max_bytes]", "self.limit, 1 << 62]"))

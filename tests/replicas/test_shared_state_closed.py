@@ -34,6 +34,7 @@ from fak_core.gateway.replicas import attach_shared, open_shared, shared_kernel_
 from fak_core.gateway.state import GatewayState
 from fak_core.redis_state import (
     DEFAULT_STATE_TIMEOUT,
+    ORPHAN_BITS,
     RedisState,
     StateConfigError,
     settings_problem,
@@ -348,6 +349,9 @@ def test_lost_data_and_a_gone_server_are_refusals(own_redis: RedisServer) -> Non
 
 
 # ---------------------------------------------------------------------------- /healthz
+FIGURES = ("keys", "used_memory", "maxmemory", "ttl_s", "orphan_bits")
+
+
 async def _probes(state: RedisState, own_redis: RedisServer) -> list[dict[str, Any]]:
     try:
         out = [await state.aprobe()]
@@ -379,6 +383,13 @@ def test_healthz_is_ok_only_while_redis_answers_with_its_epoch_and_safe_settings
     state = opened(own_redis.url)
     probes = asyncio.run(_probes(state, own_redis))
     head = {"backend": "redis"}
+    keys = []
+    for probe in probes[:5] + probes[7:]:  # Redis answered: its figures (C4.12)
+        figures = {k: probe.pop(k) for k in FIGURES}
+        assert figures["ttl_s"] == state.ttl and figures["orphan_bits"] == ORPHAN_BITS
+        assert figures["used_memory"] > 0 and figures["maxmemory"] == 0  # no limit set
+        keys.append(figures["keys"])
+    assert keys[:5] == [2, 2, 2, 1, 2]  # the epoch and the orphan bitmap
     assert probes[:5] == [
         {**head, "failures": 0, "ok": True},
         {**head, "failures": 0, "ok": False, "error": policy_problem("allkeys-lru")},
