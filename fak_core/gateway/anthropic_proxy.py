@@ -32,8 +32,8 @@ from fak_core.gateway.proxy_io import (
     sse_event,
     upstream_events,
 )
-from fak_core.gateway.state import WireError
-from fak_core.gateway.text_output import TurnText, text_policy
+from fak_core.gateway.state import GatewayState, WireError
+from fak_core.gateway.text_output import TurnText, record_removals, text_policy
 from fak_core.gateway.turn import (
     Adjudication,
     InboundResult,
@@ -303,6 +303,62 @@ async def _policed(
     yield sse_event(kind, {**ev, "index": index})
 
 
+async def _police_blocks(
+    state: GatewayState, trace: str, content: list[dict[str, Any]]
+) -> TurnText | None:
+    """A buffered answer's text blocks, policed in place when the session is tainted (ask
+    after the answer's provider-run results are admitted); the turn's policing, if any."""
+    policer = text_policy(state, trace)
+    if policer is not None:
+        for block in content:
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                block["text"] = await policer.police(block["text"])
+    return policer
+
+
+class _BlockText:
+    """A streamed answer's text blocks: each started while the session is tainted (or
+    after a provider-run result in this answer) is policed through a stream of its own."""
+
+    def __init__(self, state: GatewayState, trace: str) -> None:
+        self.state = state
+        self.trace = trace
+        self.policer = text_policy(state, trace)
+        self.streams: dict[int, TextStream] = {}  # upstream index of a policed text block
+
+    def tainted(self) -> None:
+        """A provider-run tool's result: it taints the session (it is admitted once the
+        turn is complete), so every text block started after it is policed."""
+        if self.policer is None and self.state.text_links != "off":
+            self.policer = TurnText(self.state, self.trace)
+
+    async def start(self, idx: int, out: int, ev: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+        """A relayed block's start at client index ``out``: a policed text block starts
+        empty and its first text goes through its stream."""
+        block = ev["content_block"]
+        first = ""
+        if self.policer is not None and block.get("type") == "text":
+            self.streams[idx] = self.policer.stream()
+            first = str(block.get("text") or "")
+            ev = {**ev, "content_block": {**block, "text": ""}}
+        yield sse_event("content_block_start", {**ev, "index": out})
+        if first and self.policer is not None:
+            now = await self.policer.feed(self.streams[idx], first)
+            if now:
+                yield _text_delta(out, now)
+
+    async def relay(
+        self, idx: int, out: int, kind: str, ev: dict[str, Any]
+    ) -> AsyncGenerator[bytes, None]:
+        """A relayed block's delta or stop at client index ``out``."""
+        stream = self.streams.get(idx)
+        if stream is not None and self.policer is not None:
+            async for piece in _policed(self.policer, stream, out, kind, ev):
+                yield piece
+        else:
+            yield sse_event(kind, {**ev, "index": out})
+
+
 class AnthropicProxy(WireProxy):
     """The messages route bound to one gateway state and one upstream."""
 
@@ -360,11 +416,7 @@ class AnthropicProxy(WireProxy):
         # before the calls it then proposed are decided.
         if carried:
             await run_in_threadpool(admit_results, self.state, list(carried.values()), trace)
-        policer = text_policy(self.state, trace)  # after the provider's results taint it
-        if policer is not None:
-            for block in content:
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    block["text"] = await policer.police(block["text"])
+        policer = await _police_blocks(self.state, trace, content)  # after they taint it
         outcome = await adjudicate_proposed(self.state, proposed, trace)
         verdicts = iter(outcome.adjudications)
         kept = {a.call.id for a in outcome.kept}
@@ -387,9 +439,7 @@ class AnthropicProxy(WireProxy):
             new_content.append({"type": "text", "text": refusal_summary(outcome.dropped)})
             doc["stop_reason"] = "end_turn"
         doc["content"] = new_content
-        doc["fak"] = _fak(trace, outcome, results, list(carried.values()))
-        if policer is not None and policer.removed:
-            doc["fak"]["text_links"] = policer.to_wire()
+        doc["fak"] = record_removals(_fak(trace, outcome, results, list(carried.values())), policer)
         return doc
 
     # ------------------------------------------------------------------ streaming
@@ -411,8 +461,7 @@ class AnthropicProxy(WireProxy):
         # message_start and pings wait for the first relayed block, so a fault before any
         # content is still answered with an HTTP status rather than an in-stream error.
         pending: list[bytes] = []
-        policer = text_policy(self.state, trace)
-        streams: dict[int, TextStream] = {}  # upstream index of a policed text block
+        texts = _BlockText(self.state, trace)
         async with self.upstream.stream("anthropic", body, client_headers) as resp:
             async for event in upstream_events(resp):
                 ev = strip_fak(event_json(event, "Anthropic"))  # upstream never speaks for us
@@ -465,39 +514,23 @@ class AnthropicProxy(WireProxy):
                             )
                         elif carrier is Carrier.TOOL_OUTPUT:
                             h = _HeldResult(block, _carried(block, names, f"stream.{idx}"))
-                            # the provider's result taints the session: the text after it
-                            # is policed (it is admitted once the turn is complete)
-                            if policer is None and self.state.text_links != "off":
-                                policer = TurnText(self.state, trace)
+                            texts.tainted()  # the text after it is policed
                         else:
                             index_map[idx] = next_out
                             next_out += 1
                             for piece in pending:
                                 yield piece
                             pending.clear()
-                            first = ""
-                            if policer is not None and block.get("type") == "text":
-                                streams[idx] = policer.stream()
-                                first = str(block.get("text") or "")
-                                ev = {**ev, "content_block": {**block, "text": ""}}
-                            yield sse_event(kind, {**ev, "index": index_map[idx]})
-                            if first:
-                                assert policer is not None
-                                now = await policer.feed(streams[idx], first)
-                                if now:
-                                    yield _text_delta(index_map[idx], now)
+                            async for piece in texts.start(idx, index_map[idx], ev):
+                                yield piece
                             continue
                         held[idx] = h
                         order.append(h)
                     elif idx in held:
                         self._hold(held[idx], idx, kind, ev)
-                    elif idx in streams and policer is not None:
-                        async for piece in _policed(
-                            policer, streams[idx], index_map[idx], kind, ev
-                        ):
-                            yield piece
                     elif idx in index_map:
-                        yield sse_event(kind, {**ev, "index": index_map[idx]})
+                        async for piece in texts.relay(idx, index_map[idx], kind, ev):
+                            yield piece
                     else:
                         raise UpstreamError(
                             502, f"{kind} for unknown block {idx}", "upstream_malformed"
@@ -559,9 +592,7 @@ class AnthropicProxy(WireProxy):
                 {"type": "text_delta", "text": text},
             )
             new_delta["stop_reason"] = "end_turn"
-        fak = _fak(trace, outcome, results, carried)
-        if policer is not None and policer.removed:
-            fak["text_links"] = policer.to_wire()
+        fak = record_removals(_fak(trace, outcome, results, carried), texts.policer)
         tail.append(sse_event("message_delta", {**message_delta, "delta": new_delta, "fak": fak}))
         tail.append(sse_event("message_stop", {"type": "message_stop"}))
         await durable_stream(self.state)

@@ -34,7 +34,7 @@ from fak_core.gateway.proxy_io import (
     upstream_events,
 )
 from fak_core.gateway.state import WireError
-from fak_core.gateway.text_output import TurnText, text_policy
+from fak_core.gateway.text_output import TurnText, record_removals, text_policy
 from fak_core.gateway.turn import (
     Adjudication,
     InboundResult,
@@ -253,10 +253,13 @@ class _StreamChoice:
 
 
 async def _police_chunk(
-    policer: TurnText, streams: dict[tuple[int, str], TextStream], out: dict[str, Any]
+    policer: TurnText | None, streams: dict[tuple[int, str], TextStream], out: dict[str, Any]
 ) -> dict[str, Any] | None:
     """A chunk's text deltas, each through its choice's stream: what may go out now (a
-    delta left with nothing is dropped, a chunk left with no choice is None)."""
+    delta left with nothing is dropped, a chunk left with no choice is None); the chunk
+    as it is when the turn is not policed."""
+    if policer is None:
+        return out
     passed = []
     for c in out["choices"]:
         delta = dict(c["delta"])
@@ -281,13 +284,30 @@ async def _police_chunk(
 _TEXT_FIELDS = ("content", "refusal")
 
 
-async def _police_message(policer: TurnText, message: dict[str, Any]) -> None:
+async def _police_message(policer: TurnText | None, message: dict[str, Any]) -> None:
     """The model's text in a message (the SDK types ``content`` and ``refusal`` as
-    strings), policed."""
+    strings), policed when the turn is."""
+    if policer is None:
+        return
     for key in _TEXT_FIELDS:
         value = message.get(key)
         if isinstance(value, str):
             message[key] = await policer.police(value)
+
+
+async def _held_text(
+    policer: TurnText | None, streams: dict[tuple[int, str], TextStream], base: dict[str, Any]
+) -> list[bytes]:
+    """The chunks of the words each policed choice still holds when the stream ends,
+    decided."""
+    out = []
+    if policer is not None:
+        for (idx, key), text_stream in streams.items():
+            rest = await policer.feed(text_stream, None)
+            if rest:
+                choice = {"index": idx, "delta": {key: rest}, "finish_reason": None}
+                out.append(sse_data({**base, "choices": [choice]}))
+    return out
 
 
 class OpenAIProxy(WireProxy):
@@ -337,17 +357,14 @@ class OpenAIProxy(WireProxy):
                 )
             idx = choice.get("index", pos)
             message = choice["message"]
-            if policer is not None:
-                await _police_message(policer, message)
+            await _police_message(policer, message)
             proposed = _proposed_from_message(message, idx)
             if choice.get("finish_reason") in ("tool_calls", "function_call") and not proposed:
                 raise _fmt("finish_reason is tool_calls but no tool call was sent")
             outcome = await adjudicate_proposed(self.state, proposed, trace, idx)
             outcomes.append(outcome)
             _apply(choice, message, outcome)
-        doc["fak"] = _fak(trace, outcomes, results)
-        if policer is not None and policer.removed:
-            doc["fak"]["text_links"] = policer.to_wire()
+        doc["fak"] = record_removals(_fak(trace, outcomes, results), policer)
         return doc
 
     # ------------------------------------------------------------------ streaming
@@ -378,7 +395,7 @@ class OpenAIProxy(WireProxy):
                     base = {k: v for k, v in chunk.items() if k not in ("choices", "usage")}
                     base.setdefault("object", "chat.completion.chunk")
                 out = self._feed(chunk, choices, held_meta)
-                if out is not None and policer is not None:
+                if out is not None:
                     out = await _police_chunk(policer, streams, out)
                 if out is not None:
                     yield sse_data(out)
@@ -391,13 +408,8 @@ class OpenAIProxy(WireProxy):
             )
         base = base or {"id": "chatcmpl-fak", "object": "chat.completion.chunk"}
         base.setdefault("created", int(time.time()))
-        if policer is not None:  # the words held back, decided
-            for (idx, key), text_stream in streams.items():
-                rest = await policer.feed(text_stream, None)
-                if rest:
-                    delta = {key: rest}
-                    choice = {"index": idx, "delta": delta, "finish_reason": None}
-                    yield sse_data({**base, "choices": [choice]})
+        for held_chunk in await _held_text(policer, streams, base):  # the words held back
+            yield held_chunk
         # Adjudicate every choice before anything of the tail is sent.
         outcomes: list[tuple[int, _StreamChoice, TurnOutcome]] = []
         for idx in sorted(choices):
@@ -457,9 +469,7 @@ class OpenAIProxy(WireProxy):
             tail.append(frame(idx, {}, finish, **ch.extra))
         for meta in held_meta:
             tail.append(sse_data({**base, **meta}))
-        fak = _fak(trace, [o for _, _, o in outcomes], results)
-        if policer is not None and policer.removed:
-            fak["text_links"] = policer.to_wire()
+        fak = record_removals(_fak(trace, [o for _, _, o in outcomes], results), policer)
         tail.append(sse_data({**base, "choices": [], "fak": fak}))
         tail.append(sse_data("[DONE]"))
         await durable_stream(self.state)

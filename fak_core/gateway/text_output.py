@@ -30,7 +30,7 @@ from fak_core.nonblocking import is_nonblocking
 from fak_core.taint import Taint
 from fak_core.textlinks import TextStream, marker, police_text
 
-__all__ = ["TEXT_LINK_MODES", "TurnText", "text_policy"]
+__all__ = ["TEXT_LINK_MODES", "TurnText", "record_removals", "text_policy"]
 
 #: The values of the ``text_links`` setting: ``police`` (the default) and ``off``.
 TEXT_LINK_MODES = ("police", "off")
@@ -109,3 +109,11 @@ def text_policy(state: GatewayState, trace: str) -> TurnText | None:
     if state.text_links == "off" or state.kernel.taint(trace) == Taint.TRUSTED:
         return None
     return TurnText(state, trace)
+
+
+def record_removals(fak: dict[str, Any], policer: TurnText | None) -> dict[str, Any]:
+    """The turn's ``fak`` record, with the text's removals listed under ``text_links``
+    when it removed any."""
+    if policer is not None and policer.removed:
+        fak["text_links"] = policer.to_wire()
+    return fak

@@ -175,7 +175,7 @@ def test_a_trace_expires_whole_and_a_forgotten_mark_reads_tainted(
             assert -2 in (owner, mark) or owner == mark, (t, owner, mark)
 
 
-@pytest.mark.fak_theorem("C4.12")
+@pytest.mark.fak_theorem("C4.12", "D12")
 @settings(max_examples=4, deadline=None)
 @given(st.booleans())
 def test_an_expired_tainted_trace_is_orphaned_but_a_minted_id_never_is(
@@ -214,7 +214,7 @@ def _used(server: RedisServer) -> int:
     return int(next(ln for ln in info.splitlines() if ln.startswith("used_memory:"))[12:])
 
 
-@pytest.mark.fak_theorem("C4.4", "C4.12")
+@pytest.mark.fak_theorem("C4.4", "C4.12", "D12")
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
