@@ -38,8 +38,9 @@ def test_a_claimed_session_starts_clean_after_a_flood(
     assert ledger.owner_bytes("flooder-digest") > 0
     token = CALLER.set((victim_address, victim_credential))
     try:
-        assert state.sessions.claim("victim", None, fresh=minted) is not None
-        assert state.sessions.claim("victim", None) is None  # already owned: no new begin
+        victim = state.sessions.claim("victim", None, fresh=minted)
+        assert victim is not None
+        assert state.sessions.claim("victim", victim) is None  # already owned: no new begin
     finally:
         CALLER.reset(token)
     # the credential, else the address, else the in-process owner ""

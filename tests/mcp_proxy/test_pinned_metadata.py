@@ -390,9 +390,14 @@ def check_pins(live: Live, case: dict[str, Any]) -> None:
 @pytest.mark.fak_theorem("D11.3")
 def test_unpinned_metadata_taints_and_pins_refuse_change(tmp_path: Path) -> None:
     def check(live: Live) -> None:
-        live.proxy.kernel.set_policy(
-            Policy(allow=SCRIPTED_TOOLS, allow_prefix=("x",), sources={"reply": "trusted_local"})
+        # reply answers the client, no sink (v1: exempt from the name heuristics)
+        policy = Policy(
+            allow=SCRIPTED_TOOLS,
+            allow_prefix=("x",),
+            sources={"reply": "trusted_local"},
+            safe_sinks=("reply",),
         )
+        live.proxy.kernel.set_policy(policy)
         live.proxy.kernel.add_admitter(
             _held_listing, 50, tools=["scripted" + LISTING_SUFFIX], name="test-holder"
         )

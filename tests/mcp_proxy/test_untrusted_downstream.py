@@ -37,7 +37,9 @@ from .conftest import SERVERS, running_proxy, session
 
 MAIL = {"to": "alice@example.com", "subject": "Lunch", "body": "Thursday at noon?"}
 SCRIPTED_TOOLS = ("fail", "reply", "bad_result", "garble", "send_email")
-POLICY = Policy(allow=SCRIPTED_TOOLS, allow_prefix=("x",))
+# reply answers the client, no sink (v1: exempt from the name heuristics, which guess a
+# reply is one; an unpinned listing taints the session)
+POLICY = Policy(allow=SCRIPTED_TOOLS, allow_prefix=("x",), safe_sinks=("reply",))
 _ids = itertools.count(1)
 T = TypeVar("T")
 
