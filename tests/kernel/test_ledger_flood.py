@@ -38,7 +38,7 @@ def _owner(k: int) -> str:
     return "" if k == 1 else f"cred-{k}"  # flooder 1 is the in-process user: no sessions
 
 
-@pytest.mark.fak_theorem("C4.11")
+@pytest.mark.fak_theorem("C4.11", "C4.1")
 @given(
     st.integers(1, 4),
     st.sampled_from([1, 2, 7, TOMBSTONE_BUCKETS]),

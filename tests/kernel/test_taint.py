@@ -114,6 +114,7 @@ def _lru_model(
         assert len(ledger) == len(live) <= limit
         assert ledger.evicted == evicted
         assert ledger.stats()["ledger_bytes"] == sum(map(cost, live))
+        assert ledger.owner_bytes("") == sum(map(cost, live))  # all charged to the one owner
         assert ledger.tombstones == len(tomb)
         for t in LRU_IDS:
             assert ledger.level(t) == level(t), (t, op, trace, taint)
@@ -136,6 +137,8 @@ def _lru_model(
 @example(4, 2 * ONE - 1, [(R, "a", T), (R, "b", T), (R, "c", T)])
 # a reset returns its bytes, a reset of an unknown trace returns none
 @example(4, 2 * ONE, [(R, "a", T), (R, "b", T), (Z, "a", OK), (Z, "d", OK), (R, "c", T)])
+# a reset mark leaves the eviction order: the next eviction takes b, the oldest still live
+@example(2, 10_000, [(R, "a", T), (R, "b", T), (Z, "a", OK), (R, "c", T), (R, "d", Q)])
 # a TRUSTED raise of an unknown trace stores nothing
 @example(1, 10_000, [(R, "a", T), (R, "b", OK), (R, "c", OK), (Z, "a", OK)])
 def test_the_ledger_bounds_evict_the_least_recently_raised_mark(
