@@ -8,7 +8,8 @@ token or the operator key, never to a wrong or empty one, and each refusal is co
 Nothing is dropped in Redis, so no trace is orphaned. With Redis unreachable, who owns a
 trace is unknown: a claim, a read and a reset are refused as the state being down (no
 token; each refused claim counted). A real ``redis-server`` of the test's own serves the
-table.
+table. For C4.12, a claim of another session's trace is checked to the exact message and
+refusal count.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from pathlib import Path
 
 import pytest
 import redis
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from starlette.testclient import TestClient
 
 from fak_core.gateway.app import create_app
 from fak_core.gateway.redis_sessions import RedisSessions
-from fak_core.gateway.sessions import SessionError
+from fak_core.gateway.sessions import SessionError, not_yours
 from fak_core.gateway.state import GatewayState
 from fak_core.redis_state import RedisState
 from fak_core.statedown import StateUnavailable
@@ -184,3 +185,48 @@ def test_with_redis_unreachable_every_route_that_names_a_trace_refuses() -> None
             res = portal.call(mcp.call_tool, "fak_adjudicate", {"tool": "echo", "trace_id": "t-m"})
     assert res.is_error is True and "'t-m'" in res.content[0].text, res
     assert state.sessions.stats()["session_claims_state_down"] == 4
+
+
+#: A claim after the owner's: no token, another token, the owner's or the operator key.
+SECOND = st.sampled_from(["none", "other", "owner", "operator"])
+VALID_TOKENS = st.text(st.characters(codec="utf-8"), min_size=16, max_size=256)
+
+
+@pytest.mark.fak_theorem("C4.12", "D12")
+def test_a_claim_of_another_sessions_trace_is_a_counted_403(redis_url: str) -> None:
+    redis.Redis.from_url(redis_url).flushdb()
+    shared = RedisState(redis_url)
+    shared.check()
+    table = RedisSessions(shared, operator_key=OPERATOR)
+    made = iter(range(10**6))
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        trace=TRACES,
+        first=st.one_of(st.none(), VALID_TOKENS),
+        second=SECOND,
+        other=VALID_TOKENS,
+    )
+    @example(trace="a", first=None, second="none", other="")  # minted, then no token
+    @example(trace="a", first=None, second="other", other="token-two-0123456")
+    @example(trace="b", first="token-one-0123456", second="none", other="")
+    @example(trace="b", first="token-one-0123456", second="other", other="token-two-0123456")
+    def run(trace: str, first: str | None, second: str, other: str) -> None:
+        trace = f"{trace}-{next(made)}"  # a trace nobody claimed yet
+        owner = table.claim(trace, first)
+        assert owner is not None and (first is None or owner == first)
+        before = table.stats()["session_refusals"]
+        if second in ("owner", "operator"):
+            key = OPERATOR if second == "operator" else None
+            assert table.claim(trace, owner if key is None else None, operator=key) is None
+            assert table.stats()["session_refusals"] == before
+            return
+        token = None if second == "none" else other
+        assume(token != owner)
+        with pytest.raises(SessionError) as refused:
+            table.claim(trace, token)
+        assert refused.value.status == 403
+        assert refused.value.message == not_yours(trace, token)
+        assert table.stats()["session_refusals"] == before + 1
+
+    run()
