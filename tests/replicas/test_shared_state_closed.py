@@ -7,7 +7,8 @@ part is not; for an accepted URL it asks the Redis client itself which database,
 socket it would use, and expects the ones the URL spells. The settings witness writes out
 the refusal for each setting by hand. The rest runs a real ``redis-server`` of its own:
 start-up checks through :func:`~fak_core.gateway.replicas.open_shared` (an evicting policy,
-no append-only file, settings or epoch that cannot be read), the epoch one replica writes
+no append-only file, settings or epoch that cannot be read; the timeout and expiry it is
+given; the orphan bitmap grown whole with the bits it held), the epoch one replica writes
 and the next adopts, every failure of an operation (lost data, an error, a server gone) as
 :class:`~fak_core.statedown.StateUnavailable` with its reason and its count, and
 ``/healthz``'s probe.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +36,9 @@ from fak_core.gateway.replicas import attach_shared, open_shared, shared_kernel_
 from fak_core.gateway.state import GatewayState
 from fak_core.redis_state import (
     DEFAULT_STATE_TIMEOUT,
+    DEFAULT_STATE_TTL,
     ORPHAN_BITS,
+    ORPHAN_KEY,
     RedisState,
     StateConfigError,
     settings_problem,
@@ -215,6 +219,9 @@ def test_a_redis_that_could_forget_refuses_the_start(
     url = own_redis.url
     first = opened(url)
     assert first.timeout == DEFAULT_STATE_TIMEOUT and opened(url, 0.25).timeout == 0.25
+    assert first.ttl == DEFAULT_STATE_TTL  # the sessions' expiry (C4.12) it is given, or this
+    short = closing(open_shared(url, ttl=0.4))
+    assert (short.ttl, short.ttl_ms, short.timeout) == (0.4, 400, DEFAULT_STATE_TIMEOUT)
     assert re.fullmatch("[0-9a-f]{32}", first.epoch)
     second = opened(url)  # the next replica adopts the epoch the first wrote
     assert second.epoch == first.epoch == own_redis.command("GET", "fak:epoch")
@@ -242,6 +249,36 @@ def test_a_redis_that_could_forget_refuses_the_start(
         assert str(info.value) == f"--state {snapshots.url}: {APPENDONLY}"
     finally:
         snapshots.stop()
+
+
+@pytest.mark.fak_theorem("C4.4")
+def test_the_start_sizes_the_orphan_bitmap_whole_and_keeps_its_bits(
+    own_redis: RedisServer,
+) -> None:
+    """Whatever bits a bitmap already holds (none, or any up to the last), a start leaves it
+    2 MiB long holding exactly those bits: it is grown, never written over."""
+    client = redis.Redis.from_url(own_redis.url)
+    whole = ORPHAN_BITS // 8
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.sets(st.integers(0, ORPHAN_BITS - 1), max_size=4))
+    @example(set())  # a new Redis: no bitmap yet
+    @example({ORPHAN_BITS - 1})  # the last bit set: the bitmap is whole already
+    @example({ORPHAN_BITS - 9})  # one byte short of whole
+    @example({8 * (ORPHAN_BITS // 9)})  # a bitmap longer than a ninth short of whole
+    def run(bits: set[int]) -> None:
+        client.delete(ORPHAN_KEY)
+        for bit in bits:
+            client.setbit(ORPHAN_KEY, bit, 1)
+        closing(RedisState(own_redis.url)).check()
+        assert client.strlen(ORPHAN_KEY) == whole
+        assert client.bitcount(ORPHAN_KEY) == len(bits)
+        assert all(client.getbit(ORPHAN_KEY, bit) for bit in bits)
+
+    try:
+        run()
+    finally:
+        client.close()
 
 
 @pytest.mark.fak_theorem("C4.4")
