@@ -10,10 +10,11 @@ never named, the call is refused at ``/body``; to the place the user named, it p
 from __future__ import annotations
 
 import json
+import string
 from html.entities import html5
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, Result, Status, ToolCall, ToolDecl, VerdictKind
@@ -98,24 +99,47 @@ def test_every_name_of_the_html5_table_is_decoded_as_the_tokenizer_does() -> Non
 
     for name, value in html5.items():
         legacy = not name.endswith(";")
-        for after in ("=", "a", "/", ""):
+        # a tail the reference's run of name characters takes in (the longest name that
+        # is a prefix of the run is the reference, however long the rest)
+        for after in ("=", "a", "/", "", "/x", "/xy", "/x.y"):
             ref = f"&{name}{after}"
             assert html_text(ref) == url(value) + after, ref
             kept = legacy and after in ("=", "a")
             assert html_attribute(ref) == (ref if kept else url(value) + after), ref
 
 
+@pytest.mark.fak_theorem("C4.6")
+def test_a_reference_that_names_nothing_stays_as_written() -> None:
+    """Every run of name characters of which no prefix is a name of the table (with and
+    without the semicolon), in text and in an attribute value."""
+    letters = string.ascii_letters
+    for a in letters:
+        for b in letters:
+            for ref in (f"&{a}{b}q;", f"&{a}{b}q", f"&{a}{b}/q"):
+                run = ref[1:]
+                if any(run[:n] in html5 for n in range(2, len(run) + 1)):
+                    continue
+                assert html_text(ref + " x") == ref + " x", ref
+                assert html_attribute(ref + " x") == ref + " x", ref
+
+
 numeric = st.integers(0, 0x10FFFF + 2).filter(lambda n: not 0xD800 <= n <= 0xDFFF)
 
 
 @pytest.mark.fak_theorem("C4.6")
-@given(numeric, st.integers(0, 3), st.booleans(), st.booleans())
+@given(numeric, st.integers(0, 12), st.booleans(), st.booleans())
+@example(0x100, 0, True, True)  # a hexadecimal one whose second digit is 0
+@example(0x3A, 9, True, True)  # leading zeros past eight digits: still ":"
+@example(0x3A, 9, False, False)
+@example(0x10041, 0, True, False)
 def test_numeric_references_follow_the_tokenizers_rules(
     n: int, zeros: int, hexa: bool, semi: bool
 ) -> None:
+    """In text and in an attribute value alike (the attribute rule is about names)."""
     digits = "0" * zeros + (f"{n:x}" if hexa else str(n))
     ref = ("&#x" if hexa else "&#") + digits + (";" if semi else "")
     got = html_text(ref + " ")
+    assert html_attribute(ref + " ") == got, ref
     if n > 0x10FFFF or n == 0:
         assert got == "\ufffd ", ref
     elif 0x80 <= n <= 0x9F:
@@ -130,12 +154,19 @@ def test_numeric_references_follow_the_tokenizers_rules(
         assert got == chr(n) + " ", ref
     elif n in (9, 10, 13):
         assert got == " ", ref  # the URL parser removes it
+    else:
+        # the code point itself; a control or a noncharacter (a parse error browsers keep)
+        # Python drops, which can only join a link
+        dropped = n < 0x20 or n == 0x7F or 0xFDD0 <= n <= 0xFDEF or (n & 0xFFFE) == 0xFFFE
+        assert got == chr(n) + " " or (dropped and got == " "), ref
 
 
 @pytest.mark.fak_theorem("C4.6")
 def test_a_reference_of_many_digits_is_the_replacement_character_not_an_error() -> None:
-    for digits in ("1" * 5000, "0" * 5000 + "58", "9" * 9):
-        assert html_text(f"&#{digits};x") == ("\ufffdx" if digits[-2:] != "58" else ":x")
+    for digits in ("1" * 5000, "0" * 5000 + "58", "9" * 9, "x" + "0" * 5000 + "3a", "x" + "1" * 9):
+        want = ":x" if digits[-2:] in ("58", "3a") else "\ufffdx"
+        assert html_text(f"&#{digits};x") == want, digits[:12]
+        assert html_attribute(f"&#{digits};x") == want, digits[:12]
         assert decoded_views(f"https&#{digits};//x")
 
 
@@ -149,7 +180,11 @@ def test_content_over_the_bound_is_refused_unread() -> None:
     verdict = _send(k, body)
     assert verdict.kind == VerdictKind.DENY
     assert verdict.meta["ifc_ungrounded"] == "/body"
-    assert f"over the {MAX_LINK_TEXT} that links are read in" in verdict.claim
+    assert verdict.claim == (
+        f"EGRESS sink fed tainted data: /body: {MAX_LINK_TEXT + 1} characters of content, "
+        f"over the {MAX_LINK_TEXT} that links are read in; refused unread: "
+        "send less content in one call"
+    )
 
 
 @pytest.mark.fak_theorem("C4.6")
