@@ -1,6 +1,7 @@
 """C4.11 through the gateway's owner table: a claim that binds a new owner begins the
 trace in the ledger, charged to the caller's credential (else its address), so a fresh
-session reads TRUSTED however many tainted marks another credential pushed out."""
+session reads TRUSTED however many tainted marks another credential pushed out (and D12's:
+the session's marks are charged to whoever opened it)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fak_core.ledger import ENTRY_OVERHEAD, MemoryLedger
 from fak_core.taint import Taint
 
 
-@pytest.mark.fak_theorem("C4.11")
+@pytest.mark.fak_theorem("C4.11", "D12")
 @given(
     st.integers(1, 60),
     st.booleans(),

@@ -1,8 +1,9 @@
-"""A gateway state with a limit it cannot keep is refused at construction.
+"""A gateway state with a setting it cannot keep is refused at construction.
 
 The per-turn limit on proposed tool calls and the cap on inbound tool results must be at
 least 1 (a turn may always carry one), and the decision deadline a positive finite number
-of seconds, or none (no deadline). Each setting is tried at its edges; the expected
+of seconds, or none (no deadline); the policing of the model's text (D10.8) is ``police``
+or ``off``, nothing else. Each setting is tried at its edges; the expected
 outcome of each value is written out by hand, and a refusal must name the setting.
 """
 
@@ -36,6 +37,12 @@ CASES: list[tuple[str, Any, bool]] = [
     ("decide_timeout", -1.0, False),
     ("decide_timeout", math.inf, False),
     ("decide_timeout", math.nan, False),
+    ("text_links", "police", True),
+    ("text_links", "off", True),
+    ("text_links", "", False),
+    ("text_links", "Police", False),
+    ("text_links", "on", False),
+    ("text_links", None, False),
 ]
 
 
