@@ -541,6 +541,7 @@ _LISTS = (
 _NOT_A_LIST = st.sampled_from(["x", 1, {"a": "b"}, True])
 _NOT_A_STRING = st.sampled_from([1, ["x"], {"a": "b"}, True, 1.5])
 _NOT_A_TABLE = st.sampled_from(["x", 1, ["x"], True])
+_FALSY_NOT_A_STRING = st.sampled_from([0, False, [], {}, 0.0])
 
 
 def _insert(doc: dict[str, Any], key: str, data: Any, bad: Any) -> int:
@@ -1174,6 +1175,8 @@ _V2_BREAKERS: dict[str, Breaker] = {  # broken only in a v2 document
     ),
     "rules-when": _v2_rule_broken(_set("when", _NOT_A_SCHEMA)),
     "rules-reason": _v2_rule_broken(_rule_reason),
+    # a reason that is no string, falsy ones too (which `if reason:` alone would pass)
+    "rules-reason-type": _v2_rule_broken(_set("reason", _FALSY_NOT_A_STRING | _NOT_A_STRING)),
     "rules-claim": _v2_rule_broken(_set("claim", _NOT_A_STRING)),
 }
 

@@ -15,9 +15,12 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from fak_core import Kernel, Policy, Result, Status, ToolCall, Verdict, VerdictKind
 from fak_core.adjudicators import WitnessOutcome
+from fak_core.approvals import StaleApproval
 from fak_core.events import Event, EventKind
 from fak_core.reasons import Reason
 from fak_core.taint import Taint
@@ -270,6 +273,7 @@ def test_a_resolver_that_cannot_reach_its_state_refuses_with_its_reason(
     exception without a code (or with something else there) is an abstention (D8)."""
     for exc, wanted in (
         (_Unreachable("the shared state is down"), "reason"),
+        (StaleApproval("the approval was minted before this gateway started"), "refuted"),
         (_NotAReason("odd"), "abstain"),
         (RuntimeError("boom"), "abstain"),
     ):
@@ -289,10 +293,82 @@ def test_a_resolver_that_cannot_reach_its_state_refuses_with_its_reason(
             assert v.claim == "the shared state is down"
             assert dict(v.meta) == {"witness": "error", "claim": "claim-a"}
             assert after.asked == []
+        elif wanted == "refuted":  # a stale approval: a refutation that says why
+            assert (v.kind, v.reason, v.by) == (K.DENY, Reason.TRUST_VIOLATION, "witness"), v
+            assert v.claim == "the approval was minted before this gateway started"
+            assert dict(v.meta) == {"witness": "refuted", "claim": "claim-a"}
+            assert after.asked == []
         elif later is WitnessOutcome.CONFIRMED:
             assert v.kind == K.ALLOW and v.meta["resolver"] == "b-later", (exc, v)
         else:
             assert (v.kind, v.reason) == (K.DENY, Reason.UNWITNESSED), (exc, v)
+
+
+_ABSENT = object()  # the exception has no such attribute
+
+
+@pytest.mark.fak_theorem("D8")
+@pytest.mark.fak_theorem("D8.1")
+@given(
+    reason=st.one_of(
+        st.just(_ABSENT),
+        st.integers(1, 2**31),
+        st.sampled_from(["STATE_DOWN", "1910", 19.1, None, [1910]]),
+    ),
+    said=st.one_of(
+        st.just(_ABSENT),
+        st.sampled_from(["refuted", "error", "confirmed", "unwitnessed", "", "Refuted"]),
+        st.text(max_size=8),
+    ),
+    message=st.text(min_size=1, max_size=40),
+    later=st.sampled_from([WitnessOutcome.CONFIRMED, WitnessOutcome.ABSTAIN]),
+)
+@example(reason=1910, said=_ABSENT, message="down", later=WitnessOutcome.CONFIRMED)
+@example(
+    reason=int(Reason.TRUST_VIOLATION),
+    said="refuted",
+    message="stale",
+    later=WitnessOutcome.CONFIRMED,
+)
+@example(reason=1910, said="confirmed", message="odd", later=WitnessOutcome.ABSTAIN)
+def test_a_raised_reason_refuses_and_names_only_a_refutation(
+    reason: Any, said: Any, message: str, later: WitnessOutcome
+) -> None:
+    """Every shape of exception a resolver may raise: one carrying an integer
+    ``deny_reason`` refuses the claim at once with that reason and its message as the
+    claim, its metadata ``witness`` being ``refuted`` exactly when the exception says
+    ``witness = "refuted"`` (a stale approval) and ``error`` otherwise (whatever else it
+    says); any other exception is an abstention, so a later resolver may confirm."""
+    attrs: dict[str, Any] = {}
+    if reason is not _ABSENT:
+        attrs["deny_reason"] = reason
+    if said is not _ABSENT:
+        attrs["witness"] = said
+    raised = type("Raised", (Exception,), attrs)(message)
+
+    class Raising:
+        def resolve(self, call: ToolCall, claim: str) -> Any:
+            raise raised
+
+    k = Kernel(Policy(allow=("wire",)))
+    after = _Resolver()
+    after.answers = {"claim-a": later}
+    k.add_witness_resolver("a-raises", Raising())
+    k.add_witness_resolver("b-later", after)
+    v = k.resolve_witness(ToolCall("wire", "{}", "t"), _verdict("Wa"))
+    if isinstance(reason, int):
+        assert (v.kind, int(v.reason), v.by, v.claim) == (K.DENY, reason, "witness", message)
+        outcome = "refuted" if said == "refuted" else "error"
+        assert dict(v.meta) == {"witness": outcome, "claim": "claim-a"}
+        assert after.asked == []
+    elif later is WitnessOutcome.CONFIRMED:
+        wanted = {"witness": "confirmed", "resolver": "b-later", "claim": "claim-a"}
+        assert (v.kind, v.by, dict(v.meta)) == (K.ALLOW, "witness", wanted)
+        assert after.asked == ["claim-a"]
+    else:
+        wanted = {"witness": "unwitnessed", "claim": "claim-a"}
+        assert (v.kind, v.reason, dict(v.meta)) == (K.DENY, Reason.UNWITNESSED, wanted)
+        assert after.asked == ["claim-a"]
 
 
 @pytest.mark.fak_theorem("D1")

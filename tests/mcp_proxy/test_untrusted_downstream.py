@@ -653,9 +653,12 @@ TRUST_NAMES = (*BUILTIN_TRUSTED, "lookup", "fetch_page")
 @example(tool="cat", named={"lookup": "trusted_local"})
 @example(tool="lookup", named={"lookup": "trusted_local"})
 def check_trust(live: Live, tool: str, named: dict[str, str]) -> None:
+    """Trusted exactly when the proxy was started with --trust-sources and the policy's
+    `sources` names the tool `trusted_local`; without the flag, nothing is."""
     live.proxy.kernel.set_policy(Policy(allow=TRUST_NAMES, sources=named))
     taint = live.call(_trust_case, tool)
-    assert taint == (Taint.TRUSTED if named.get(tool) == "trusted_local" else Taint.TAINTED)
+    trusted = live.proxy.trust_sources and named.get(tool) == "trusted_local"
+    assert taint == (Taint.TRUSTED if trusted else Taint.TAINTED), live.proxy.trust_sources
 
 
 async def _trusted_injection(live: Live) -> tuple[types.CallToolResult, Taint]:
@@ -678,7 +681,8 @@ def check_trusted_text_is_still_screened(live: Live) -> None:
 
 
 @pytest.mark.fak_theorem("D11.2")
-def test_trust_sources_trusts_exactly_the_named_tools(tmp_path: Path) -> None:
+@pytest.mark.parametrize("trust_sources", [True, False])
+def test_trust_sources_trusts_exactly_the_named_tools(tmp_path: Path, trust_sources: bool) -> None:
     def check(live: Live) -> None:
         live.scripted.set_tools(
             [{"name": n, "inputSchema": {"type": "object"}} for n in TRUST_NAMES]
@@ -687,7 +691,7 @@ def test_trust_sources_trusts_exactly_the_named_tools(tmp_path: Path) -> None:
         check_trust(live)
         check_trusted_text_is_still_screened(live)
 
-    run_live(tmp_path, check, trust_sources=True)
+    run_live(tmp_path, check, trust_sources=trust_sources)
 
 
 # ------------------------------------------------------------- the real `fak mcp-proxy`

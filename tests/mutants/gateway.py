@@ -30,6 +30,7 @@ from fak_core.gateway.mcp_downstream import (
 from fak_core.gateway.mcp_proxy import McpProxy, ProxySession
 from fak_core.gateway.state import GatewayState
 from fak_core.gateway.turn import Adjudication, ProposedCall
+from fak_core.provenance import BUILTIN_TRUSTED, SourceRegistry
 from fak_core.taint import Taint
 from fak_core.verdicts import Verdict, VerdictKind
 from pytest_fak import mutant
@@ -322,7 +323,9 @@ def split_secret_passes() -> Any:
 def trust_builtins() -> Any:
     """The original bug: with --trust-sources every result is claimed TRUSTED and the
     kernel's source registry decides, and that registry also trusts built-in names
-    (read_file, cat, Read, ...) the policy never named."""
+    (read_file, cat, Read, ...) the policy never named. Issue 30 removed the built-ins
+    from the registry too, so both halves are put back: the proxy defers to the registry,
+    and the registry starts with the built-in names trusted (as it once did)."""
 
     def admit_text(self: McpProxy, call: ToolCall, text: str) -> dict[str, Any]:
         if not self.trust_sources:
@@ -338,7 +341,20 @@ def trust_builtins() -> Any:
             "trace_id": call.trace_id,
         }
 
-    return mock.patch.object(McpProxy, "_admit_text", admit_text)
+    real_init = SourceRegistry.__init__
+
+    def init(self: SourceRegistry, sources: Any = None) -> None:
+        real_init(self, {**dict.fromkeys(BUILTIN_TRUSTED, "trusted_local"), **(sources or {})})
+
+    @contextlib.contextmanager
+    def both() -> Iterator[None]:
+        with (
+            mock.patch.object(McpProxy, "_admit_text", admit_text),
+            mock.patch.object(SourceRegistry, "__init__", init),
+        ):
+            yield
+
+    return both()
 
 
 @mutant("D11.2/prefix-on-aggregated-name")
