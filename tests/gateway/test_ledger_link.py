@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fak_core.gateway.sessions import CALLER, Sessions
 from fak_core.gateway.state import GatewayState
 from fak_core.kernel import Kernel
-from fak_core.ledger import ENTRY_OVERHEAD, MemoryLedger
+from fak_core.ledger import ENTRY_OVERHEAD, OWNER_OVERHEAD, MemoryLedger
 from fak_core.taint import Taint
 
 
@@ -46,7 +46,8 @@ def test_a_claimed_session_starts_clean_after_a_flood(
         CALLER.reset(token)
     # the credential, else the address, else the in-process owner ""
     owner = victim_credential or (f"client:{victim_address}" if victim_address else "")
-    assert ledger.owner_bytes(owner) == ENTRY_OVERHEAD + len("victim")
+    own = OWNER_OVERHEAD + len(owner)  # the owner's own bookkeeping, and its one mark
+    assert ledger.owner_bytes(owner) == own + ENTRY_OVERHEAD + len("victim")
     assert ledger.level("victim") == Taint.TRUSTED
     if flood > 4:  # the flood evicted its own marks: they still read tainted
         assert ledger.level("flood-0") == Taint.QUARANTINED

@@ -26,7 +26,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from fak_core.gateway.app import create_app
-from fak_core.gateway.sessions import Sessions
+from fak_core.gateway.sessions import ENTRY_OVERHEAD, MAX_TRACE_BYTES, Sessions
 from fak_core.gateway.state import GatewayState
 from tests.gateway.support import make_kernel
 from tests.gateway.test_parity_property import _mcp_server
@@ -126,7 +126,7 @@ def test_only_the_first_request_on_a_trace_gets_its_token() -> None:
 @pytest.mark.fak_theorem("D12")
 def test_a_dropped_owner_is_never_replaced_over_http() -> None:
     # room for one owner of a 100-character trace: the second claim drops the first
-    with app(sessions=Sessions(max_bytes=256)) as (client, _):
+    with app(sessions=Sessions(max_bytes=ENTRY_OVERHEAD + MAX_TRACE_BYTES)) as (client, _):
         a, b = "a" * 100, "b" * 100
         assert "x-fak-session" in _adjudicate(client, {"trace_id": a}).headers
         assert "x-fak-session" in _adjudicate(client, {"trace_id": b}).headers

@@ -18,13 +18,18 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from fak_core.ledger import ENTRY_OVERHEAD, TOMBSTONE_BUCKETS, MemoryLedger
+from fak_core.ledger import ENTRY_OVERHEAD, OWNER_OVERHEAD, TOMBSTONE_BUCKETS, MemoryLedger
 from fak_core.taint import Taint
 
 VICTIM = "victim-credential"
 VICTIM_SESSIONS = ("v0", "v1", "v2")
-#: What the victim can hold at most: its three sessions' marks.
-VICTIM_BYTES = sum(ENTRY_OVERHEAD + len(v) for v in VICTIM_SESSIONS)
+#: What the victim can hold at most: its three sessions' marks, and itself as an owner.
+VICTIM_BYTES = OWNER_OVERHEAD + len(VICTIM) + sum(ENTRY_OVERHEAD + len(v) for v in VICTIM_SESSIONS)
+
+
+def _owner_cost(owner: str) -> int:
+    return OWNER_OVERHEAD + len(owner.encode("utf-8"))
+
 
 STEP = st.tuples(
     st.integers(0, 4),  # who: 0 the victim, k the k-th flooder (k > flooders: the victim)
@@ -109,11 +114,15 @@ def test_a_flood_costs_only_the_flooders(
         for trace, least in floor.items():  # an evicted mark never reads cleaner
             assert ledger.level(trace) >= least, trace
         live = ledger._marks
-        assert ledger.stats()["ledger_bytes"] == sum(ENTRY_OVERHEAD + len(t) for t in live)
+        holders = {ledger._owner[t] for t in live}
+        assert ledger.stats()["ledger_bytes"] == sum(ENTRY_OVERHEAD + len(t) for t in live) + sum(
+            map(_owner_cost, holders)
+        )
         assert ledger.stats()["ledger_bytes"] <= max_bytes or len(live) == 1
         for owner in {VICTIM, *map(_owner, opened)}:
             held = [t for t in live if ledger._owner[t] == owner]
-            assert ledger.owner_bytes(owner) == sum(ENTRY_OVERHEAD + len(t) for t in held)
+            own = _owner_cost(owner) if held else 0
+            assert ledger.owner_bytes(owner) == own + sum(ENTRY_OVERHEAD + len(t) for t in held)
         assert ledger.stats()["ledger_owners"] == len({ledger._owner[t] for t in live})
 
 
@@ -152,7 +161,11 @@ class OwnersModel:
         return ENTRY_OVERHEAD + len(trace.encode("utf-8"))
 
     def spent(self, owner: str) -> int:
-        return sum(self.cost(t) for t in self.marks if self.owner[t] == owner)
+        held = [t for t in self.marks if self.owner[t] == owner]
+        return (_owner_cost(owner) if held else 0) + sum(map(self.cost, held))
+
+    def total(self) -> int:
+        return sum(map(self.spent, set(self.owner.values())))
 
     def level(self, trace: str) -> Taint:
         live = self.marks.get(trace, Taint.TRUSTED)
@@ -167,7 +180,7 @@ class OwnersModel:
 
     def bound(self) -> None:
         while len(self.marks) > self.ledger.limit or (
-            sum(map(self.cost, self.marks)) > self.ledger.max_bytes and len(self.marks) > 1
+            self.total() > self.ledger.max_bytes and len(self.marks) > 1
         ):
             owners = {self.owner[t] for t in self.marks}
             heavy = min(owners, key=lambda o: (-self.spent(o), o))
@@ -246,7 +259,7 @@ IDS = ("t0", "t1", "t2", "é€", "t4", "longer-trace-id", "t6")
 @example(  # exactly at the byte bound: nothing evicted
     [("raise", "t0", Taint.TAINTED, "a"), ("raise", "t1", Taint.TAINTED, "b")],
     6,
-    2 * (ENTRY_OVERHEAD + 2),
+    2 * (ENTRY_OVERHEAD + 2 + OWNER_OVERHEAD + 1),
     1,
 )
 def test_the_ledger_matches_its_owners_model(
@@ -274,7 +287,7 @@ def test_the_ledger_matches_its_owners_model(
         assert set(ledger._queues) == set(model.owner.values())  # no empty queue kept
         assert ledger.stats() == {
             "ledger_marks": len(model.marks),
-            "ledger_bytes": sum(map(model.cost, model.marks)),
+            "ledger_bytes": model.total(),
             "ledger_bytes_limit": max_bytes,
             "ledger_evicted": model.evicted,
             "ledger_tombstones": sum(1 for m in model.tomb.values() if m > Taint.TRUSTED),

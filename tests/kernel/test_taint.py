@@ -22,7 +22,7 @@ from fak_core import (
     VerdictKind,
     classify,
 )
-from fak_core.ledger import ENTRY_OVERHEAD
+from fak_core.ledger import ENTRY_OVERHEAD, OWNER_OVERHEAD
 
 POLICY = Policy(allow=("send_email", "fetch_url", "read_file", "Read", "run_shell", "delete_row"))
 EGRESS = '{"to": "alice@example.com", "body": "hi"}'
@@ -69,7 +69,8 @@ def test_ledger_is_lru_bounded() -> None:
 
 
 LRU_IDS = ["a", "b", "c", "d", "\u00e9"]  # "é" is two UTF-8 bytes: the budget counts bytes
-ONE = 96 + 1  # the documented per-mark estimate (ledger.ENTRY_OVERHEAD) plus a 1-byte id
+ONE = 480 + 1  # the documented per-mark cost (ledger.ENTRY_OVERHEAD) plus a 1-byte id
+BASE = 640  # the in-process owner "" (ledger.OWNER_OVERHEAD), charged while it holds marks
 lru_ops = st.lists(
     st.tuples(
         st.sampled_from(["raise", "reset"]), st.sampled_from(LRU_IDS), st.sampled_from(list(Taint))
@@ -84,13 +85,16 @@ def _lru_model(
     limit: int, max_bytes: int, script: list[tuple[str, str, Taint]], ledger: MemoryLedger
 ) -> None:
     """Replay ``script`` on ``ledger`` and on a plain model of the documented bounds."""
-    assert ENTRY_OVERHEAD + 1 == ONE
+    assert (ENTRY_OVERHEAD + 1, OWNER_OVERHEAD) == (ONE, BASE)
     live: OrderedDict[str, Taint] = OrderedDict()  # least recently raised first
     tomb: dict[str, Taint] = {}
     evicted = 0
 
     def cost(t: str) -> int:
         return ENTRY_OVERHEAD + len(t.encode("utf-8"))
+
+    def size() -> int:  # the marks, and the in-process owner "" while it holds any
+        return (BASE if live else 0) + sum(map(cost, live))
 
     def level(t: str) -> Taint:
         return max(live.get(t, OK), tomb.get(t, OK))
@@ -106,15 +110,15 @@ def _lru_model(
             elif trace in live or taint != OK:
                 live[trace] = taint
                 live.move_to_end(trace)
-                while len(live) > limit or (sum(map(cost, live)) > max_bytes and len(live) > 1):
+                while len(live) > limit or (size() > max_bytes and len(live) > 1):
                     old, mark = live.popitem(last=False)
                     tomb[old] = max(tomb.get(old, OK), mark)
                     evicted += 1
             assert got == level(trace)
         assert len(ledger) == len(live) <= limit
         assert ledger.evicted == evicted
-        assert ledger.stats()["ledger_bytes"] == sum(map(cost, live))
-        assert ledger.owner_bytes("") == sum(map(cost, live))  # all charged to the one owner
+        assert ledger.stats()["ledger_bytes"] == size()
+        assert ledger.owner_bytes("") == size()  # all charged to the one owner
         assert ledger.tombstones == len(tomb)
         for t in LRU_IDS:
             assert ledger.level(t) == level(t), (t, op, trace, taint)
@@ -123,7 +127,7 @@ def _lru_model(
 @pytest.mark.fak_theorem("C4.1")
 @given(
     st.integers(min_value=1, max_value=4),
-    st.sampled_from([ONE * k + d for k in (0, 1, 2, 3) for d in (-1, 0, 1) if ONE * k + d >= 1]),
+    st.sampled_from([BASE + ONE * k + d for k in (0, 1, 2, 3) for d in (-1, 0, 1)]),
     lru_ops,
 )
 # a raise that leaves the mark unchanged still makes it recent: b goes, a stays resettable
@@ -131,12 +135,12 @@ def _lru_model(
 # a raise that lifts a mark makes it recent too
 @example(2, 10_000, [(R, "a", T), (R, "b", T), (R, "a", Q), (R, "c", T), (Z, "a", OK)])
 # exactly at the byte budget nothing is evicted; one byte over, the oldest goes
-@example(4, 2 * ONE, [(R, "a", T), (R, "b", T), (R, "c", T)])
+@example(4, BASE + 2 * ONE, [(R, "a", T), (R, "b", T), (R, "c", T)])
 # a single mark over the budget stays (the newest mark is always kept); two over: one goes
-@example(4, ONE - 1, [(R, "a", T), (R, "b", T), (R, "b", Q)])
-@example(4, 2 * ONE - 1, [(R, "a", T), (R, "b", T), (R, "c", T)])
+@example(4, BASE + ONE - 1, [(R, "a", T), (R, "b", T), (R, "b", Q)])
+@example(4, BASE + 2 * ONE - 1, [(R, "a", T), (R, "b", T), (R, "c", T)])
 # a reset returns its bytes, a reset of an unknown trace returns none
-@example(4, 2 * ONE, [(R, "a", T), (R, "b", T), (Z, "a", OK), (Z, "d", OK), (R, "c", T)])
+@example(4, BASE + 2 * ONE, [(R, "a", T), (R, "b", T), (Z, "a", OK), (Z, "d", OK), (R, "c", T)])
 # a reset mark leaves the eviction order: the next eviction takes b, the oldest still live
 @example(2, 10_000, [(R, "a", T), (R, "b", T), (Z, "a", OK), (R, "c", T), (R, "d", Q)])
 # a TRUSTED raise of an unknown trace stores nothing

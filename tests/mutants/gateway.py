@@ -636,3 +636,12 @@ def no_read_limit() -> Any:
 def bare_orjson_writer() -> Any:
     """The response writers are bare orjson (the read limit stays)."""
     return _bare_writers()
+
+
+@mutant("D12/owner-table-undercounts")
+def owner_table_undercounts() -> Any:
+    """The owner table's byte count before it was measured: 128 bytes an owner beyond its
+    trace id, about half of what an entry holds (the bug)."""
+    import fak_core.gateway.sessions as sessions_mod
+
+    return mock.patch.object(sessions_mod, "ENTRY_OVERHEAD", 128)

@@ -831,3 +831,16 @@ def tombstone_shared() -> Any:
     stack.enter_context(mock.patch.object(MemoryLedger, "_heaviest", heaviest))
     stack.enter_context(mock.patch.object(MemoryLedger, "begin", begin))
     return stack
+
+
+@mutant("C4.11/ledger-undercounts")
+def ledger_undercounts() -> Any:
+    """The ledger's byte count before it was measured: 96 bytes a mark beyond its id and
+    nothing for an owner, a third to an eighth of what the marks hold (the bug): the
+    64 MiB bound held several times that."""
+    import fak_core.ledger as ledger_mod
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch.object(ledger_mod, "ENTRY_OVERHEAD", 96))
+    stack.enter_context(mock.patch.object(ledger_mod, "OWNER_OVERHEAD", 0))
+    return stack
