@@ -27,11 +27,10 @@ from typing import Any
 
 import pytest
 
-from pytest_fak import ci, crash, hyp, inputs, rebuild, report, verdicts
+from pytest_fak import ci, crash, extras, hyp, inputs, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
 from pytest_fak.build import build_id
 from pytest_fak.fingerprint import ReadLog, digest, installed_dirs, project_blocks
-from pytest_fak.generated import GeneratedMutant, generate
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
     MODES,
@@ -139,6 +138,8 @@ class ProofSession:
         self.result: dict[str, Any] | None = None
         self.written: list[Path] = []
         self.mutate = self._mutate_mode()
+        if self.mutate != "off":
+            extras.require_mutate(f"--fak-mutate={self.mutate}")
         files = {a.filename for t in self.index for a in t.anchors}
         #: the project's code and data a witness's run depends on (its fingerprint)
         self.blocks = project_blocks(self.rootpath, self._cache_dir(), self._report_dir())
@@ -659,7 +660,7 @@ class ProofSession:
             raise
         except BaseException:
             return verdicts.BROKEN
-        if isinstance(m, GeneratedMutant):
+        if _is_generated(m):
             # a thread the re-run left running the mutant's code (a worker whose loop the
             # mutant no longer ends, though the witness already failed) would spin on
             # through every later re-run: stop it, whatever the outcome
@@ -989,11 +990,21 @@ class ProofSession:
             tr.write_line(line)
 
 
+def _is_generated(m: object) -> bool:
+    """Whether ``m`` is a generated mutant (none exists unless their module, and libcst
+    with it, was imported)."""
+    generated = sys.modules.get("pytest_fak.generated")
+    return generated is not None and isinstance(m, generated.GeneratedMutant)
+
+
 def _mutant_weight() -> Callable[[Theorem], int]:
     """A theorem's share of a full run, for ``--fak-shard``: its generated mutants."""
     counts: dict[str, int] = {}
 
     def weight(t: Theorem) -> int:
+        extras.require_mutate("--fak-shard")
+        from pytest_fak.generated import generate
+
         ids: set[str] = set()
         for a in t.anchors:
             if a.symbol not in counts:
