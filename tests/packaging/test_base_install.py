@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import shutil
 import sys
+import zipfile
+from email.parser import HeaderParser
 from pathlib import Path
 
 import pytest
@@ -24,9 +26,13 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    tmp = tmp_path_factory.mktemp("base-install")
-    return install(build_wheel(tmp), tmp)
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def base(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    return install(wheel, tmp_path_factory.mktemp("base-install"))
 
 
 @pytest.fixture
@@ -54,3 +60,44 @@ def test_the_base_install_proves_without_the_mutate_extra(base: Venv, airline: P
         "ERROR: --fak-mutate=incremental generates mutants with libcst, which is not "
         "installed: pip install 'pytest-fak[mutate]'"
     )
+
+
+def test_a_proof_run_names_the_conftest_hook_and_no_fak_starts(base: Venv, airline: Path) -> None:
+    conftest = airline / "conftest.py"
+    proof = base.pytest("--fak-theorems", "--fak-max-examples=5", cwd=airline)
+    assert "fak: kernel factory: conftest:pytest_fak_make_kernel" in proof.stdout, proof.stdout
+    # the hook without optionalhook: pytest -p no:fak still starts (the fak-hooks entry
+    # point keeps its specification known); the witness's fak_kernel_factory is gone
+    conftest.write_text(conftest.read_text().replace("@pytest.hookimpl(optionalhook=True)\n", ""))
+    off = base.pytest("-p", "no:fak", cwd=airline)
+    assert "unknown hook" not in off.stdout + off.stderr, off.stdout + off.stderr
+    assert "fixture 'fak_kernel_factory' not found" in off.stdout, off.stdout
+    # misspelt, it would be ignored: a usage error names the hook
+    conftest.write_text(
+        conftest.read_text().replace("def pytest_fak_make_kernel(", "def pytest_fak_make_kernal(")
+    )
+    typo = base.pytest("--fak-theorems", cwd=airline)
+    assert typo.returncode == pytest.ExitCode.USAGE_ERROR, typo.stdout + typo.stderr
+    assert "did you mean pytest_fak_make_kernel?" in typo.stderr
+
+
+def test_the_wheel_describes_itself_briefly(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        meta = HeaderParser().parsestr(z.read(name).decode())
+    classifiers = set(meta.get_all("Classifier") or [])
+    for c in (
+        "Framework :: Pytest",
+        "Typing :: Typed",
+        "Topic :: Security",
+        "Programming Language :: Python :: 3.11",
+    ):
+        assert c in classifiers, c
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert {"pytest", "hypothesis", "mutation-testing", "security"} <= set(
+        meta["Keywords"].split(",")
+    )
+    description = meta.get_payload()
+    assert meta["Description-Content-Type"] == "text/markdown"
+    assert description.startswith("# pytest-fak") and len(description.splitlines()) < 60
+    assert "pip install pytest-fak" in description
