@@ -128,15 +128,17 @@ _EXPLICIT = "Failing explicit example: "
 def explicit_failure(exc: BaseException) -> dict[str, Any]:
     """The explicit ``@example`` a failure came from, as Hypothesis notes it on the
     exception (its observability does not report it as a failed test case): a
-    ``falsifying_example`` like a generated one's, marked ``explicit``; else empty."""
-    pending, seen = [exc], 0
-    while pending and seen < 100:
+    ``falsifying_example`` like a generated one's, marked ``explicit``; else empty. In an
+    exception group (several failures) the first such note as the tree reads: an
+    exception's own notes, then its sub-exceptions', depth first, left to right."""
+    pending = [exc]
+    while pending:
         e = pending.pop()
-        seen += 1
         for note in getattr(e, "__notes__", None) or ():
             if isinstance(note, str) and note.startswith(_EXPLICIT):
                 return {"falsifying_example": note.removeprefix(_EXPLICIT), "explicit": True}
-        pending += getattr(e, "exceptions", None) or ()
+        if isinstance(e, BaseExceptionGroup):
+            pending += reversed(e.exceptions)
     return {}
 
 

@@ -20,6 +20,7 @@ import pytest
 from pytest_fak import hookspecs
 
 __all__ = [
+    "CLOSE",
     "DEFAULT_FACTORY",
     "HOOKS",
     "KERNEL_FIXTURES",
@@ -33,6 +34,8 @@ __all__ = [
 DEFAULT_FACTORY = "fak_core.Kernel() default"
 #: the plugin's hooks
 HOOKS = tuple(hookspecs.__all__)
+#: the similarity from which a name counts as a misspelt hook
+CLOSE = 0.8
 #: the fixtures whose kernel comes from ``pytest_fak_make_kernel``
 KERNEL_FIXTURES = frozenset({"fak_kernel", "fak_kernel_factory", "fak_session_pair", "fak_gateway"})
 
@@ -65,17 +68,18 @@ def no_factory_note(fixtures: set[str]) -> str:
 def near_misses(plugin: object, manager: pytest.PytestPluginManager) -> list[tuple[str, str]]:
     """``(name, hook)`` for each function of ``plugin`` whose name is close to ``hook``, one
     of the plugin's hooks, but names no hook at all: a ``pytest_fak_`` prefix that is not a
-    hook, or a close match by :func:`difflib.get_close_matches`."""
+    hook, or a name whose :class:`difflib.SequenceMatcher` ratio to a hook is at least
+    :data:`CLOSE` (the score :func:`difflib.get_close_matches` uses)."""
     found = []
     for name, value in sorted(vars(plugin).items()) if hasattr(plugin, "__dict__") else ():
-        if not name.startswith("pytest_") or name in HOOKS or not inspect.isroutine(value):
+        if not name.startswith("pytest_") or not inspect.isroutine(value):
             continue
         caller: Any = getattr(manager.hook, name, None)
         if caller is not None and caller.spec is not None:
-            continue  # a hook of pytest or of another plugin
-        close = difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.8)
-        if not close and name.startswith("pytest_fak_"):
-            close = [max(HOOKS, key=lambda h: difflib.SequenceMatcher(None, name, h).ratio())]
-        if close:
-            found.append((name, close[0]))
+            continue  # a hook: the plugin's, pytest's or another plugin's
+        # difflib's similarity (as get_close_matches scores it); the first hook on a tie
+        ratios = [difflib.SequenceMatcher(None, name, h).ratio() for h in HOOKS]
+        best = max(range(len(HOOKS)), key=ratios.__getitem__)
+        if ratios[best] >= CLOSE or name.startswith("pytest_fak_"):
+            found.append((name, HOOKS[best]))
     return found
