@@ -62,20 +62,27 @@ def test_the_base_install_proves_without_the_mutate_extra(base: Venv, airline: P
     )
 
 
+def _edit(path: Path, old: str, new: str) -> None:
+    """Edit a module; its bytecode goes too (an edit of the same size within the same
+    second would leave a cached .pyc looking current)."""
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
+
+
 def test_a_proof_run_names_the_conftest_hook_and_no_fak_starts(base: Venv, airline: Path) -> None:
     conftest = airline / "conftest.py"
     proof = base.pytest("--fak-theorems", "--fak-max-examples=5", cwd=airline)
     assert "fak: kernel factory: conftest:pytest_fak_make_kernel" in proof.stdout, proof.stdout
     # the hook without optionalhook: pytest -p no:fak still starts (the fak-hooks entry
     # point keeps its specification known); the witness's fak_kernel_factory is gone
-    conftest.write_text(conftest.read_text().replace("@pytest.hookimpl(optionalhook=True)\n", ""))
+    _edit(conftest, "@pytest.hookimpl(optionalhook=True)\n", "")
     off = base.pytest("-p", "no:fak", cwd=airline)
     assert "unknown hook" not in off.stdout + off.stderr, off.stdout + off.stderr
     assert "fixture 'fak_kernel_factory' not found" in off.stdout, off.stdout
     # misspelt, it would be ignored: a usage error names the hook
-    conftest.write_text(
-        conftest.read_text().replace("def pytest_fak_make_kernel(", "def pytest_fak_make_kernal(")
-    )
+    _edit(conftest, "def pytest_fak_make_kernel(", "def pytest_fak_make_kernal(")
     typo = base.pytest("--fak-theorems", cwd=airline)
     assert typo.returncode == pytest.ExitCode.USAGE_ERROR, typo.stdout + typo.stderr
     assert "did you mean pytest_fak_make_kernel?" in typo.stderr

@@ -192,11 +192,14 @@ def test_an_example_budget_is_a_whole_number_from_one(raw: str) -> None:
             parse(raw)
 
 
-PREFIX = "Failing explicit example: "
+#: Hypothesis's wording of a failing explicit example, today's and 6.151's
+PREFIXES = ("Failing explicit example: ", "Falsifying explicit example: ")
+prefixes = st.sampled_from(PREFIXES)
 notes = st.one_of(
     st.text(max_size=10),
-    st.text(max_size=10).map(PREFIX.__add__),
-    st.text(max_size=10).map(lambda t: " " + PREFIX + t),
+    st.tuples(prefixes, st.text(max_size=10)).map("".join),
+    st.tuples(prefixes, st.text(max_size=10)).map(lambda pt: " " + pt[0] + pt[1]),
+    st.tuples(prefixes, st.text(max_size=10)).map(lambda pt: pt[0][:-2] + pt[1]),
 )
 
 
@@ -225,8 +228,9 @@ def _group(own: list[str], kids: list[BaseException]) -> BaseException:
 def _first(e: BaseException) -> str | None:
     """The first note naming an explicit example, as the tree reads (recursive)."""
     for n in getattr(e, "__notes__", []):
-        if isinstance(n, str) and n.startswith(PREFIX):
-            return n[len(PREFIX) :]
+        for prefix in PREFIXES:
+            if isinstance(n, str) and n.startswith(prefix):
+                return n[len(prefix) :]
     for sub in e.exceptions if isinstance(e, BaseExceptionGroup) else ():
         if (found := _first(sub)) is not None:
             return found
@@ -235,6 +239,7 @@ def _first(e: BaseException) -> str | None:
 
 @pytest.mark.fak_theorem("H2.3")
 @given(tree=trees)
+@example(tree=_leaf(["Failing explicit example: f(\n    x={'a: b': 1},\n)"]))
 def test_the_first_explicit_example_in_the_tree_is_recorded(tree: BaseException) -> None:
     first = _first(tree)
     want = {} if first is None else {"falsifying_example": first, "explicit": True}

@@ -67,10 +67,14 @@ def test_fak_fail_on_ini_is_checked(pytester: pytest.Pytester) -> None:
 def test_fak_mutant_examples_from_the_ini_file(pytester: pytest.Pytester) -> None:
     make_project(pytester)
     _ini(pytester, "fak_mutant_examples = 7")
-    assert pytester.runpytest("--fak-theorems").ret == 0
+    # (so few examples may miss the declared mutant: only the budget is checked here)
+    assert pytester.runpytest("--fak-theorems", "--fak-fail-on=none").ret == 0
     report = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())
     assert report["environment"]["mutant_examples"] == 7
-    assert pytester.runpytest("--fak-theorems", "--fak-mutant-examples=3").ret == 0
+    assert (
+        pytester.runpytest("--fak-theorems", "--fak-mutant-examples=3", "--fak-fail-on=none").ret
+        == 0
+    )
     report = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())
     assert report["environment"]["mutant_examples"] == 3
 
