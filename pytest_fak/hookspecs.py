@@ -1,18 +1,19 @@
 """The hooks a downstream ``conftest.py`` or plugin implements to extend ``pytest_fak``.
 
-Mark each implementation ``@pytest.hookimpl(optionalhook=True)``: the specs exist only
-while the plugin is loaded, so without the marker ``pytest -p no:fak`` stops with
-"unknown hook"; with it pytest ignores the hook when the plugin is off::
+pytest rejects ("unknown hook") an implementation whose specification no loaded plugin
+added, unless it is marked ``@pytest.hookimpl(optionalhook=True)``. These specifications
+are added by their own entry point, ``fak-hooks`` (:mod:`pytest_fak.hooks_plugin`), as
+well as by the plugin, so ``pytest -p no:fak`` leaves them known and a conftest's
+implementation is accepted (and never called) either way; the mark is needed only where
+pytest-fak is not installed, or with ``-p no:fak-hooks`` too::
 
-    import pytest
-
-    @pytest.hookimpl(optionalhook=True)
     def pytest_fak_make_kernel(config):
         ...
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -70,3 +71,10 @@ def pytest_fak_modify_report(config: pytest.Config, report: dict[str, Any]) -> N
         def pytest_fak_modify_report(config, report):
             report["environment"]["ci_build"] = os.environ.get("BUILD_ID", "local")
     """
+
+
+def add_to(manager: pytest.PytestPluginManager) -> None:
+    """Add these specifications to ``manager`` unless a plugin already did."""
+    caller = getattr(manager.hook, "pytest_fak_make_kernel", None)
+    if caller is None or caller.spec is None:
+        manager.add_hookspecs(sys.modules[__name__])

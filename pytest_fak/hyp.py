@@ -15,7 +15,10 @@ from typing import Any
 __all__ = [
     "MUTANT_PROFILE",
     "PROFILE",
+    "OVERRIDES",
     "ExampleCounter",
+    "describe",
+    "explicit_failure",
     "load_profile",
     "mutant_settings",
     "register_profiles",
@@ -23,6 +26,28 @@ __all__ = [
 
 PROFILE = "fak"
 MUTANT_PROFILE = "fak-mutant"
+#: what the ``fak`` profile sets over the profile it inherits from: a verdict must not
+#: depend on the machine's speed, an example database, or a random seed
+OVERRIDES: dict[str, Any] = {
+    "derandomize": True,
+    "database": None,
+    "deadline": None,
+    "print_blob": True,
+}
+
+
+def _suppressed() -> list[Any]:
+    from hypothesis import HealthCheck
+
+    return [HealthCheck.too_slow]
+
+
+def describe(parent: str) -> str:
+    """The profile a proof run's witnesses get, said in full: ``fak`` over ``parent``."""
+    if parent in (PROFILE, MUTANT_PROFILE, "default"):
+        return repr(PROFILE)
+    sets = ", ".join(f"{k}={v}" for k, v in OVERRIDES.items())
+    return f"{PROFILE!r} over {parent!r} (fak sets {sets}; the rest is {parent!r}'s)"
 
 
 def register_profiles(
@@ -34,20 +59,19 @@ def register_profiles(
     profile named ``parent``, the one active before the plugin's, never from whatever
     profile happens to be loaded now: a run in the same process (pytester) that left its
     own ``fak`` loaded must not hand its example count to the next."""
-    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import Phase, settings
 
     if parent in (PROFILE, MUTANT_PROFILE):
         parent = "default"
+    base = settings.get_profile(parent)
     extra: dict[str, Any] = {"max_examples": max_examples} if max_examples else {}
     settings.register_profile(
         PROFILE,
-        settings.get_profile(parent),
+        base,
         **extra,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        print_blob=True,
-        suppress_health_check=[HealthCheck.too_slow],
+        **OVERRIDES,
+        # the health checks the user's profile suppresses stay suppressed
+        suppress_health_check=list(dict.fromkeys([*base.suppress_health_check, *_suppressed()])),
     )
     settings.register_profile(
         MUTANT_PROFILE,
@@ -96,6 +120,27 @@ def mutant_settings(test: Any) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
     profile = settings.get_profile(MUTANT_PROFILE)
     return capped_settings(test, profile.max_examples, profile.phases)
+
+
+#: how Hypothesis notes a failing explicit example (today's wording, then 6.151's)
+_EXPLICIT = ("Failing explicit example: ", "Falsifying explicit example: ")
+
+
+def explicit_failure(exc: BaseException) -> dict[str, Any]:
+    """The explicit ``@example`` a failure came from, as Hypothesis notes it on the
+    exception (its observability does not report it as a failed test case): a
+    ``falsifying_example`` like a generated one's, marked ``explicit``; else empty. In an
+    exception group (several failures) the first such note as the tree reads: an
+    exception's own notes, then its sub-exceptions', depth first, left to right."""
+    pending = [exc]
+    while pending:
+        e = pending.pop()
+        for note in getattr(e, "__notes__", None) or ():
+            if isinstance(note, str) and note.startswith(_EXPLICIT):
+                return {"falsifying_example": note.partition(": ")[2], "explicit": True}
+        if isinstance(e, BaseExceptionGroup):
+            pending += reversed(e.exceptions)
+    return {}
 
 
 class ExampleCounter:

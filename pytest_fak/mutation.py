@@ -37,14 +37,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_fak.fingerprint import Blocks
-from pytest_fak.generated import GeneratedMutant, Generation, generate
 from pytest_fak.mutcache import MutantCache, mutant_key
 from pytest_fak.symbols import SymbolError
 from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex
 from pytest_fak.waivers import stale_reason
+
+if TYPE_CHECKING:  # libcst (the mutate extra) is imported only by a generated phase
+    from pytest_fak.generated import GeneratedMutant, Generation
 
 __all__ = [
     "MODES",
@@ -348,6 +350,8 @@ class GeneratedPhase:
         self.seconds = 0.0
 
     def _generation(self, symbol: str) -> Generation | None:
+        from pytest_fak.generated import generate
+
         if symbol not in self.generations:
             try:
                 self.generations[symbol] = generate(symbol)

@@ -8,16 +8,48 @@ ordinary tests.
 
 from __future__ import annotations
 
+import argparse
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pytest_fak import fixtures, hookspecs
+from pytest_fak import fixtures, hookspecs, kernelhook
 from pytest_fak.paths import PACK_DIR
 
-__all__ = ["DEFAULT_FAIL_ON", "PACK_DIR"]
+__all__ = ["DEFAULT_FAIL_ON", "DEFAULT_MUTANT_EXAMPLES", "PACK_DIR"]
 
 DEFAULT_FAIL_ON = "REFUTED,VACUOUS,OPEN,STALE,ERROR"
+DEFAULT_MUTANT_EXAMPLES = 25
+
+
+def _whole(option: str) -> Callable[[str], int]:
+    """An argparse type: a whole number of examples, at least 1."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not a whole number of examples") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{raw!r}: {option} must be at least 1")
+        return value
+
+    return parse
+
+
+def _seconds(raw: str) -> float:
+    """An argparse type: a deadline in seconds, finite and above 0."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{raw!r}: the deadline must be a finite number of seconds above 0 (e.g. 5)"
+        )
+    return value
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,9 +91,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--fak-fail-on",
-        default=DEFAULT_FAIL_ON,
+        default=None,
         metavar="VERDICTS",
-        help=f"comma-separated verdicts that fail the run, or 'none' (default: {DEFAULT_FAIL_ON})",
+        help="comma-separated verdicts that fail the run, or 'none' (default: ini "
+        f"fak_fail_on, else {DEFAULT_FAIL_ON})",
     )
     group.addoption(
         "--fak-pack",
@@ -72,14 +105,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--fak-mutant-examples",
-        type=int,
-        default=25,
+        type=_whole("--fak-mutant-examples"),
+        default=None,
         metavar="N",
-        help="Hypothesis example budget of a witness re-run under a mutant (default: 25)",
+        help="Hypothesis example budget of a witness re-run under a mutant (default: ini "
+        f"fak_mutant_examples, else {DEFAULT_MUTANT_EXAMPLES})",
     )
     group.addoption(
         "--fak-max-examples",
-        type=int,
+        type=_whole("--fak-max-examples"),
         default=None,
         metavar="N",
         help="cap every witness at N Hypothesis examples in proof mode, its own @settings "
@@ -103,7 +137,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--fak-mutant-timeout",
-        type=float,
+        type=_seconds,
         default=5.0,
         metavar="S",
         help="a witness re-run under a generated mutant is stopped after max(S, 10x its own "
@@ -129,6 +163,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="string",
         default="",
         help="default of --fak-mutate (off, incremental or full)",
+    )
+    parser.addini(
+        "fak_fail_on",
+        type="string",
+        default="",
+        help=f"default of --fak-fail-on (default: {DEFAULT_FAIL_ON})",
+    )
+    parser.addini(
+        "fak_mutant_examples",
+        type="string",
+        default="",
+        help=f"default of --fak-mutant-examples (default: {DEFAULT_MUTANT_EXAMPLES})",
     )
     parser.addini(
         "fak_mutant_memory",
@@ -157,7 +203,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    pluginmanager.add_hookspecs(hookspecs)
+    hookspecs.add_to(pluginmanager)
+
+
+def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
+    """A conftest function whose name nearly spells one of the plugin's hooks is a usage
+    error naming the hook (pytest ignores it silently when marked ``optionalhook``)."""
+    where = getattr(plugin, "__file__", None)
+    if not where or Path(where).name != "conftest.py":
+        return
+    for name, hook in kernelhook.near_misses(plugin, manager):
+        raise pytest.UsageError(
+            f"{where}: {name} is not a pytest_fak hook, and pytest would ignore it; "
+            f"did you mean {hook}? (the hooks: {', '.join(kernelhook.HOOKS)})"
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -27,11 +27,10 @@ from typing import Any
 
 import pytest
 
-from pytest_fak import ci, crash, hyp, inputs, rebuild, report, verdicts
+from pytest_fak import ci, crash, extras, hyp, inputs, kernelhook, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
 from pytest_fak.build import build_id
 from pytest_fak.fingerprint import ReadLog, digest, installed_dirs, project_blocks
-from pytest_fak.generated import GeneratedMutant, generate
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
     MODES,
@@ -44,6 +43,7 @@ from pytest_fak.mutation import (
     stop_mutant_threads,
 )
 from pytest_fak.paths import PACK_DIR
+from pytest_fak.plugin import DEFAULT_FAIL_ON, DEFAULT_MUTANT_EXAMPLES
 from pytest_fak.provenance import git_info
 from pytest_fak.selection import Selection, marker_ids
 from pytest_fak.symbols import SymbolError
@@ -68,6 +68,25 @@ def _max_examples(config: pytest.Config) -> int | None:
         ) from None
     if value < 1:
         raise pytest.UsageError("ini option fak_max_examples must be at least 1")
+    return value
+
+
+def _mutant_examples(config: pytest.Config) -> int:
+    """``--fak-mutant-examples``, else the ``fak_mutant_examples`` ini value, else 25."""
+    given = config.getoption("fak_mutant_examples")
+    if given is not None:
+        return int(given)
+    raw = str(config.getini("fak_mutant_examples") or "").strip()
+    if not raw:
+        return DEFAULT_MUTANT_EXAMPLES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise pytest.UsageError(
+            f"ini option fak_mutant_examples = {raw!r}: expected a whole number of examples"
+        ) from None
+    if value < 1:
+        raise pytest.UsageError("ini option fak_mutant_examples must be at least 1")
     return value
 
 
@@ -126,7 +145,7 @@ class ProofSession:
         with unmeasured(self._mutant_module_files):
             self._import_mutant_modules()
         self.fail_on = self._fail_on()
-        self.mutant_examples = int(config.getoption("fak_mutant_examples"))
+        self.mutant_examples = _mutant_examples(config)
         self.mutant_memory = _mutant_memory(config)
         flight = getattr(config, "workerinput", {}).get("fak_flight")
         self.recorder = crash.FlightRecorder(flight) if flight else None
@@ -139,6 +158,8 @@ class ProofSession:
         self.result: dict[str, Any] | None = None
         self.written: list[Path] = []
         self.mutate = self._mutate_mode()
+        if self.mutate != "off":
+            extras.require_mutate(f"--fak-mutate={self.mutate}")
         files = {a.filename for t in self.index for a in t.anchors}
         #: the project's code and data a witness's run depends on (its fingerprint)
         self.blocks = project_blocks(self.rootpath, self._cache_dir(), self._report_dir())
@@ -199,7 +220,10 @@ class ProofSession:
         return seen
 
     def _fail_on(self) -> set[str]:
-        raw = str(self.config.getoption("fak_fail_on"))
+        raw = self.config.getoption("fak_fail_on")
+        if raw is None:
+            raw = str(self.config.getini("fak_fail_on") or "").strip() or DEFAULT_FAIL_ON
+        raw = str(raw)
         if raw.strip().lower() == "none":
             return set()
         words = {w.strip().upper() for w in raw.split(",") if w.strip()}
@@ -287,7 +311,7 @@ class ProofSession:
         rel = [report.relpath(d, self.rootpath) for d in self.dirs]
         return (
             f"fak: proof mode, {len(self.index)} theorems from {', '.join(rel) or '(none)'}, "
-            f"hypothesis profile {hyp.PROFILE!r}"
+            f"hypothesis profile {hyp.describe(self._hyp_saved or 'default')}"
         )
 
     # ------------------------------------------------------------------ collection
@@ -403,6 +427,11 @@ class ProofSession:
             return (yield)
         ev: dict[str, Any] = {}
         item.stash[_EVIDENCE] = ev
+        used = kernelhook.KERNEL_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if used:
+            # which kernel the witness got: the run names it, a verdict without a hook says so
+            ev["kernel_fixtures"] = sorted(used)
+            ev["kernel_factories"] = kernelhook.factories(item.config)
         anchored = any(t.anchors for t in theorems)
         counter = hyp.ExampleCounter()
         cap = self.max_examples
@@ -423,13 +452,14 @@ class ProofSession:
                 finally:
                     if anchored:
                         self.probe.end(item.nodeid)
-        except BaseException:
+        except BaseException as exc:
             self.probe.finish()
             self.reads.pop(item.nodeid, None)
             ev["examples"] = counter.examples
             ev["anchors"] = self._anchors_of(item, theorems)
-            if counter.failure:
-                ev["hypothesis"] = dict(counter.failure)
+            failure = dict(counter.failure) or hyp.explicit_failure(exc)
+            if failure:
+                ev["hypothesis"] = failure
             raise
         ev["examples"] = counter.examples
         ev["anchors"] = self._anchors_of(item, theorems)
@@ -659,7 +689,7 @@ class ProofSession:
             raise
         except BaseException:
             return verdicts.BROKEN
-        if isinstance(m, GeneratedMutant):
+        if _is_generated(m):
             # a thread the re-run left running the mutant's code (a worker whose loop the
             # mutant no longer ends, though the witness already failed) would spin on
             # through every later re-run: stop it, whatever the outcome
@@ -725,6 +755,8 @@ class ProofSession:
             else:
                 ev.outcome = report.outcome
             ev.examples = data.get("examples")
+            ev.kernel_fixtures = [str(f) for f in data.get("kernel_fixtures") or ()]
+            ev.kernel_factories = [str(f) for f in data.get("kernel_factories") or ()]
             ev.mutants = dict(data.get("mutants") or {})
             ev.generated = dict(data.get("generated") or {})
             ev.witness_fp = data.get("witness_fp")
@@ -870,6 +902,7 @@ class ProofSession:
             mutant_memory=self.mutant_memory,
             modes=self.modes,
             pack_nodeids=self.pack_nodeids(),
+            kernel_factory=self.kernel_factory(),
             git=self.git,
             selection=self.selection.describe() if self.selection.partial else [],
             inputs={
@@ -905,6 +938,15 @@ class ProofSession:
         d = Path(str(self.config.getoption("fak_report_dir")))
         return d if d.is_absolute() else self.rootpath / d
 
+    def kernel_factory(self) -> str:
+        """The factory of the kernels the witnesses got (as they recorded it, since a
+        worker may load conftests the controller never sees), else this process's."""
+        used = {tuple(ev.kernel_factories) for ev in self.evidence.values() if ev.kernel_fixtures}
+        if not used:
+            return kernelhook.describe(self.config)
+        names = sorted(", else ".join(f) or kernelhook.DEFAULT_FACTORY for f in used)
+        return "; ".join(names)
+
     def verdicts(self) -> list[verdicts.TheoremVerdict]:
         by_theorem: dict[str, list[verdicts.WitnessEvidence]] = {t.id: [] for t in self.index}
         for nodeid, ids in self.bound.items():
@@ -915,6 +957,13 @@ class ProofSession:
         tvs = verdicts.decide_all(self.index, by_theorem, self.generated)
         failed = self.selection.collect_errors
         for tv in tvs:
+            fixtures = {f for w in tv.witnesses for f in w.kernel_fixtures}
+            if (
+                fixtures
+                and tv.verdict not in (verdicts.PROVEN, verdicts.SCOPED_OUT)
+                and not any(w.kernel_factories for w in tv.witnesses)
+            ):
+                tv.reasons.insert(0, kernelhook.no_factory_note(fixtures))
             if failed and not tv.witnesses and tv.verdict == verdicts.OPEN:
                 # not an orphan we can name: its witnesses may be in what failed to collect
                 shown = ", ".join(failed[:3]) + (" …" if len(failed) > 3 else "")
@@ -970,6 +1019,7 @@ class ProofSession:
                 f"fak: partial run ({'; '.join(run['selection'])}): {run['not_run']} theorems "
                 f"not run, {run['carried_over']} keep their last verdict (carried over)"
             )
+        tr.write_line(f"fak: kernel factory: {run['kernel_factory']}")
         tr.write_line(report.summary_line(run["summary"], run["not_run"]))
         for c in self.crashes:
             under = "outside any mutant (ERROR)"
@@ -989,11 +1039,21 @@ class ProofSession:
             tr.write_line(line)
 
 
+def _is_generated(m: object) -> bool:
+    """Whether ``m`` is a generated mutant (none exists unless their module, and libcst
+    with it, was imported)."""
+    generated = sys.modules.get("pytest_fak.generated")
+    return generated is not None and isinstance(m, generated.GeneratedMutant)
+
+
 def _mutant_weight() -> Callable[[Theorem], int]:
     """A theorem's share of a full run, for ``--fak-shard``: its generated mutants."""
     counts: dict[str, int] = {}
 
     def weight(t: Theorem) -> int:
+        extras.require_mutate("--fak-shard")
+        from pytest_fak.generated import generate
+
         ids: set[str] = set()
         for a in t.anchors:
             if a.symbol not in counts:

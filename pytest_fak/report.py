@@ -71,6 +71,8 @@ class RunInfo:
     modes: set[str]
     pack_nodeids: dict[str, str]
     git: dict[str, Any]
+    #: what built the witnesses' kernels (``module:function`` or the default)
+    kernel_factory: str
     #: what made the run partial (empty: a full run)
     selection: list[str]
     #: theorem id → what its verdict depends on (:func:`pytest_fak.inputs.record`)
@@ -281,6 +283,7 @@ def build(
             "not_run": len(tvs) - ran,
             "carried_over": carried,
             "summary": counted,
+            "kernel_factory": run.kernel_factory,
         },
         "theorems": theorems,
     }
@@ -345,6 +348,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
         "",
     ]
     run = doc.get("run") or {}
+    if run.get("kernel_factory"):
+        lines += [f"Kernel factory: `{run['kernel_factory']}`.", ""]
     if run.get("partial"):
         lines += [
             f"Partial run ({'; '.join(run['selection'])}): {run['ran']} theorems ran; "
@@ -424,7 +429,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
         for w in t["witnesses"]:
             f = w.get("failure") or {}
             if f.get("falsifying_example"):
-                lines += ["", f"Falsifying example ({w['nodeid']}): `{f['falsifying_example']}`"]
+                kind = "Failing explicit example" if f.get("explicit") else "Falsifying example"
+                lines += ["", f"{kind} ({w['nodeid']}): `{f['falsifying_example']}`"]
             if f.get("reproduction"):
                 lines += ["", f"Reproduce with `{f['reproduction']}`"]
     return "\n".join(lines) + "\n"

@@ -82,6 +82,10 @@ class WitnessEvidence:
     error_kind: str | None = None
     duration_s: float = 0.0
     examples: int | None = None
+    #: the fixtures it asked for whose kernel comes from ``pytest_fak_make_kernel``, and
+    #: that hook's implementations in its process (empty: the default kernel)
+    kernel_fixtures: list[str] = field(default_factory=list)
+    kernel_factories: list[str] = field(default_factory=list)
     skip_reason: str | None = None
     failure: dict[str, Any] | None = None
     mutants: dict[str, str] = field(default_factory=dict)
