@@ -7,8 +7,8 @@
   its verdict fails the run, skipped when it did not run, with properties ``fak_verdict``,
   ``fak_mutants_killed``, ``fak_examples``, ``fak_witnesses`` (and ``fak_carried_over``).
 - GitHub Actions: with ``GITHUB_ACTIONS=true`` an ``::error`` annotation on the theorem's
-  line for each failing verdict; with ``GITHUB_STEP_SUMMARY`` set, a markdown summary is
-  appended to that file.
+  line for each failing verdict, and one on each surviving generated mutant's own line;
+  with ``GITHUB_STEP_SUMMARY`` set, a markdown summary is appended to that file.
 - ``--fak-compare PATH``: the transitions against a committed ``verdicts.json``.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fak.verdicts import PROVEN, VERDICTS
+from pytest_fak.verdicts import PROVEN, VACUOUS, VERDICTS
 
 __all__ = [
     "compare",
@@ -134,6 +134,27 @@ def github_annotations(doc: dict[str, Any], fail_on: set[str]) -> list[str]:
         title = _escape(f"fak {t['verdict']} {t['id']}", prop=True)
         msg = _escape(f"{t['title']}: " + ("; ".join(t["reasons"]) or t["verdict"]))
         out.append(f"::error file={_escape(path, True)},line={line},title={title}::{msg}")
+        out += _survivor_annotations(t)
+    return out
+
+
+def _survivor_annotations(t: dict[str, Any]) -> list[str]:
+    """One ``::error`` on each surviving generated mutant's own line in the project (a
+    survivor in code outside it, an absolute path, is named in the theorem's)."""
+    g = t.get("generated")
+    if t["verdict"] != VACUOUS or not g:
+        return []
+    out = []
+    for s in g["survivors"]:
+        path, _, line = str(s["where"]).rpartition(":")
+        if not path or Path(path).is_absolute():
+            continue
+        title = _escape(f"fak surviving mutant of {t['id']}", prop=True)
+        msg = _escape(
+            f"{s['id']} ({s['operator']}) survived every witness of {t['id']}:\n{s['diff']}\n"
+            f"Kill it with a witness, or waive it: fak mutants show {s['id']}"
+        )
+        out.append(f"::error file={_escape(path, True)},line={line or 1},title={title}::{msg}")
     return out
 
 

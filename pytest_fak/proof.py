@@ -46,6 +46,7 @@ from pytest_fak.mutation import (
 from pytest_fak.paths import PACK_DIR
 from pytest_fak.provenance import git_info
 from pytest_fak.selection import Selection, marker_ids
+from pytest_fak.survivors import click_path
 from pytest_fak.symbols import SymbolError
 from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex, load_theorems
 
@@ -964,6 +965,7 @@ class ProofSession:
             if t["ran"] and t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
                 why = "; ".join(t["reasons"][:2])
                 tr.write_line(f"{t['verdict']:<10} {t['id']} {t['title']}: {why}")
+        self._write_survivors(tr)
         run = self.result["run"]
         if run["partial"]:
             tr.write_line(
@@ -987,6 +989,40 @@ class ProofSession:
                 tr.write_line(f"  {line}")
         for line in self.annotations:
             tr.write_line(line)
+
+    def _write_survivors(self, tr: Any) -> None:
+        """Every surviving generated mutant of the theorems that ran, at its own line (a
+        path the terminal opens), up to :data:`_SHOWN_SURVIVORS`; then where the rest are."""
+        assert self.result is not None
+        rows: dict[str, tuple[str, str, list[str]]] = {}
+        for t in self.result["theorems"]:
+            g = t.get("generated")
+            if not t["ran"] or not g:
+                continue
+            for s in g["survivors"]:
+                path, _, line = str(s["where"]).rpartition(":")
+                p = Path(path) if Path(path).is_absolute() else self.rootpath / path
+                where = click_path(str(p), int(line) if line.isdigit() else 1, self._cwd())
+                rows.setdefault(s["id"], (where, s["operator"], []))[2].append(t["id"])
+        if not rows:
+            return
+        tr.write_line(f"fak: {len(rows)} surviving generated mutants (neither killed nor waived):")
+        for mid, (where, op, tids) in list(rows.items())[:_SHOWN_SURVIVORS]:
+            tr.write_line(f"  {where}: {mid} ({op}; {', '.join(tids)})")
+        report_rel = report.relpath(self._report_dir() / "verdicts.json", self._cwd())
+        rest = len(rows) - _SHOWN_SURVIVORS
+        head = f"fak: {rest} more survivors are not shown here; " if rest > 0 else "fak: "
+        tr.write_line(
+            f"{head}all of them, each with its diff and the waiver to paste: fak mutants list "
+            f"--survivors, fak mutants show ID (from {report_rel})"
+        )
+
+    def _cwd(self) -> Path:
+        return Path(self.config.invocation_params.dir)
+
+
+#: how many surviving mutants the terminal summary lists before pointing at the full list
+_SHOWN_SURVIVORS = 50
 
 
 def _mutant_weight() -> Callable[[Theorem], int]:

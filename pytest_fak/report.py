@@ -38,6 +38,7 @@ __all__ = [
     "build",
     "git_info",
     "load_previous",
+    "project_path",
     "relpath",
     "render_markdown",
     "schema_errors",
@@ -93,6 +94,17 @@ def relpath(path: str | os.PathLike[str], root: Path) -> str:
         return p.as_posix()
 
 
+def project_path(path: str | os.PathLike[str], root: Path) -> str:
+    """``path`` relative to ``root`` with forward slashes when it is under it, else
+    absolute: a file of an installed package is never written relative to its
+    ``site-packages`` (no one can open that path from the project)."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
 def _relative(gen: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
     """The mutation score with each ``file:line`` made relative to the root."""
     if gen is None:
@@ -102,7 +114,7 @@ def _relative(gen: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
         rows = []
         for r in gen[key]:
             path, _, line = r["where"].rpartition(":")
-            rows.append({**r, "where": f"{relpath(path, root)}:{line}"})
+            rows.append({**r, "where": f"{project_path(path, root)}:{line}"})
         out[key] = rows
     return out
 

@@ -359,7 +359,8 @@ def _generated_verdict(
         more = f" and {g['survived'] - 3} more" if g["survived"] > 3 else ""
         tv.reasons.append(
             f"{g['survived']} of {g['generated']} generated mutants survived "
-            f"(neither killed nor waived): {first}{more}"
+            f"(neither killed nor waived): {first}{more} (each with its file:line, diff and "
+            f"the waiver to paste: fak mutants list --theorem {t.id} --survivors)"
         )
         tv.reasons += [s["why"] for s in g["survivors"] if "why" in s]
         tv.verdict = VACUOUS
