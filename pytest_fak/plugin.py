@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fak import fixtures, hookspecs
+from pytest_fak import fixtures, hookspecs, rootdir
 from pytest_fak.paths import PACK_DIR
 
 __all__ = ["DEFAULT_FAIL_ON", "PACK_DIR"]
@@ -154,6 +154,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="directories of theorem documents (default: theorems/)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """``--fak-compare PATH`` must not move the rootdir (:mod:`pytest_fak.rootdir`)."""
+    rootdir.repair(early_config, args)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

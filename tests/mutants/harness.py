@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_fak import cli, generated, mutant, mutation, selection
+from pytest_fak import cli, generated, mutant, mutation, rootdir, selection
 from pytest_fak.fingerprint import ReadLog
 from pytest_fak.mutcache import CacheFile, MutantCache
 from tests.mutants.sourcepatch import edited
@@ -106,3 +106,12 @@ def exception_left_pending() -> Any:
     """A thread that did not take the exception raised into it within the grace keeps it
     (the bug: blocked in C, it never took it, and the next traced call spun for ever)."""
     return edited(mutation._interrupt_threads, ("        withdraw(targets)\n", ""))
+
+
+@mutant("H1.5/path-option-moves-rootdir")
+def path_option_moves_rootdir() -> Any:
+    """The setup pytest decided before it knew the plugin's options stands (the bug:
+    ``--fak-compare /elsewhere/prev.json`` moved the rootdir there)."""
+    return edited(
+        rootdir.repair, ("given = [o for o in PATH_OPTIONS if o in args]", "given: list[str] = []")
+    )
