@@ -758,6 +758,7 @@ class ProofSession:
     # ------------------------------------------------------------------ xdist
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.session_items = list(session.items)
+        self.selection.record_collected(self.session_items)
         if self.generated is not None:
             self.generated.bind_items(self.session_items, self._theorems_of)
 
@@ -805,6 +806,7 @@ class ProofSession:
             wo = self.config.workeroutput  # type: ignore[attr-defined]
             wo["fak_deselected"] = self.selection.deselected
             wo["fak_collect_errors"] = self.selection.collect_errors
+            wo["fak_collected"] = self.selection.collected
             return
         if self.collect_only:
             self.last_line = "fak: collect only: no verdicts, nothing written"
@@ -825,6 +827,8 @@ class ProofSession:
             why = "collection failed" if self.selection.collect_errors else "the run stopped"
             self.last_line = f"fak: FAILED: no verdicts ({why}); the report is unchanged"
             return
+        stop = session.shouldfail or session.shouldstop
+        self.selection.stopped_early(self.evidence, stop if isinstance(stop, str) else None)
         tvs = self.verdicts()
         self._write_cache()
         report_dir = self._report_dir()

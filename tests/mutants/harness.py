@@ -115,3 +115,13 @@ def path_option_moves_rootdir() -> Any:
     return edited(
         rootdir.repair, ("given = [o for o in PATH_OPTIONS if o in args]", "given: list[str] = []")
     )
+
+
+@mutant("H1.6/unrun-witness-forgotten")
+def unrun_witness_forgotten() -> Any:
+    """A collected witness the run stopped before is not noted (the bug: ``-x`` made the
+    theorem after the failure an orphan, OPEN, in a run not marked partial)."""
+    return edited(
+        selection.Selection.stopped_early,
+        ("self.unrun = set(self.collected) - set(ran)", "self.unrun = set()"),
+    )
