@@ -31,6 +31,7 @@ __all__ = [
     "github_annotations",
     "junit_theorems",
     "load_committed",
+    "nothing_to_prove",
     "step_summary",
 ]
 
@@ -60,6 +61,20 @@ def final_line(doc: dict[str, Any], fail_on: set[str]) -> str:
     if not parts:
         parts.append(f"0 {PROVEN}")
     return ("fak: FAILED: " if bad else "fak: ") + " · ".join(parts)
+
+
+def nothing_to_prove(theorems: int, expected: bool, dirs: list[str]) -> str | None:
+    """Why a proof run that found ``theorems`` theorems in ``dirs`` (shown paths) fails
+    (pytest's "no tests collected" exit status), or ``None``: it found some, or the user
+    said none is expected (``--fak-no-theorems-ok``, ini ``fak_no_theorems_ok``)."""
+    if theorems or expected:
+        return None
+    where = ", ".join(dirs) if dirs else "no theorems/ directory in the rootdir"
+    return (
+        f"fak: FAILED: no theorems found ({where}); write them in theorems/*.md, point "
+        "--fak-theorems-dir or ini fak_theorems_dirs at them, or pass --fak-no-theorems-ok "
+        "if none is expected; nothing written"
+    )
 
 
 def _path_line(t: dict[str, Any]) -> tuple[str, int]:

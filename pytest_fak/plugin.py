@@ -124,6 +124,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where generated-mutant results are cached (default: ini fak_cache_dir, "
         "else .fak-cache in the rootdir)",
     )
+    group.addoption(
+        "--fak-no-theorems-ok",
+        action="store_true",
+        default=False,
+        help="a proof run that finds no theorem passes (default: it fails with exit code 5, "
+        "like pytest's 'no tests collected'; ini fak_no_theorems_ok)",
+    )
+    parser.addini(
+        "fak_no_theorems_ok",
+        type="bool",
+        default=False,
+        help="default of --fak-no-theorems-ok",
+    )
     parser.addini(
         "fak_mutate",
         type="string",

@@ -823,6 +823,16 @@ class ProofSession:
         if self.errors:
             self.last_line = "fak: FAILED: no verdicts: the theorem documents have errors"
             return
+        empty = ci.nothing_to_prove(
+            len(self.index),
+            bool(self.config.getoption("fak_no_theorems_ok"))
+            or bool(self.config.getini("fak_no_theorems_ok")),
+            [report.relpath(d, self.rootpath) for d in self.dirs],
+        )
+        if empty is not None:
+            self.last_line = empty
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+            return
         if session.exitstatus not in (0, 1, 5):
             why = "collection failed" if self.selection.collect_errors else "the run stopped"
             self.last_line = f"fak: FAILED: no verdicts ({why}); the report is unchanged"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_fak import cli, generated, mutant, mutation, rootdir, selection
+from pytest_fak import ci, cli, generated, mutant, mutation, rootdir, selection
 from pytest_fak.fingerprint import ReadLog
 from pytest_fak.mutcache import CacheFile, MutantCache
 from tests.mutants.sourcepatch import edited
@@ -125,3 +125,9 @@ def unrun_witness_forgotten() -> Any:
         selection.Selection.stopped_early,
         ("self.unrun = set(self.collected) - set(ran)", "self.unrun = set()"),
     )
+
+
+@mutant("H1.7/empty-run-passes")
+def empty_run_passes() -> Any:
+    """A run that found no theorem passes (the bug: ``fak: 0 PROVEN``, exit 0)."""
+    return edited(ci.nothing_to_prove, ("    if theorems or expected:\n", "    if True:\n"))
