@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fak.verdicts import PROVEN, VACUOUS, VERDICTS
+from pytest_fak.verdicts import PROVEN, STALE, VACUOUS, VERDICTS
 
 __all__ = [
     "compare",
@@ -37,8 +37,13 @@ __all__ = [
 
 
 def failing(doc: dict[str, Any], fail_on: set[str]) -> list[dict[str, Any]]:
-    """The theorems that ran and whose verdict fails the run."""
-    return [t for t in doc["theorems"] if t["ran"] and t["verdict"] in fail_on]
+    """The theorems whose verdict fails the run: those that ran, and a carried-over
+    verdict whose inputs changed since (STALE: the run cannot vouch for it)."""
+    return [
+        t
+        for t in doc["theorems"]
+        if t["verdict"] in fail_on and (t["ran"] or t["verdict"] == STALE)
+    ]
 
 
 def final_line(doc: dict[str, Any], fail_on: set[str]) -> str:

@@ -852,7 +852,8 @@ class ProofSession:
             )
             if skip is not None:
                 not_run[tv.theorem.id] = skip
-        self.result = report.build(self._run_info(tvs), tvs, not_run, previous)
+        stale = self._stale_carried(prev_by_id, not_run)
+        self.result = report.build(self._run_info(tvs), tvs, not_run, previous, stale)
         self.config.hook.pytest_fak_modify_report(config=self.config, report=self.result)
         try:
             self.written = report.write(self.result, report_dir)
@@ -872,6 +873,21 @@ class ProofSession:
         self.last_line = ci.final_line(self.result, self.fail_on)
         if ci.failing(self.result, self.fail_on) and session.exitstatus in (0, 5):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _stale_carried(
+        self, prev_by_id: dict[str, dict[str, Any]], not_run: dict[str, tuple[str, bool]]
+    ) -> dict[str, str]:
+        """Theorem id → why, for each verdict this partial run carries over whose inputs
+        changed since it was decided (what ``fak proofs check`` calls STALE)."""
+        ids = [t for t, (_, carry) in not_run.items() if carry and t in prev_by_id]
+        if not ids:
+            return {}
+        from pytest_fak.cli import Fingerprints, check
+        from pytest_fak.mutcache import CACHE_FILE
+
+        fps = Fingerprints.load(self._cache_dir() / CACHE_FILE, self.rootpath, self._report_dir())
+        found, _ = check({"theorems": [prev_by_id[t] for t in ids]}, self.dirs, self.rootpath, fps)
+        return {tid: why for tid, why in found if tid in ids}
 
     def _run_info(self, tvs: list[verdicts.TheoremVerdict]) -> report.RunInfo:
         return report.RunInfo(
@@ -976,7 +992,8 @@ class ProofSession:
             tr.write_line(self.last_line or "fak: no verdicts: the run did not complete")
             return
         for t in self.result["theorems"]:
-            if t["ran"] and t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
+            shown = t["ran"] or t["verdict"] == verdicts.STALE
+            if shown and t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
                 why = "; ".join(t["reasons"][:2])
                 tr.write_line(f"{t['verdict']:<10} {t['id']} {t['title']}: {why}")
         self._write_survivors(tr)

@@ -30,7 +30,7 @@ from pytest_fak import paths
 from pytest_fak.paths import VERDICTS_SCHEMA
 from pytest_fak.provenance import git_info, python, versions
 from pytest_fak.theorems import REGIMES
-from pytest_fak.verdicts import OPEN, VERDICTS, TheoremVerdict
+from pytest_fak.verdicts import OPEN, STALE, VERDICTS, TheoremVerdict
 
 __all__ = [
     "SCHEMA",
@@ -191,6 +191,9 @@ def _carried(prev: dict[str, Any], prev_doc: dict[str, Any], why: str) -> dict[s
     }
     rec["ran"] = False
     rec["carried_over"] = {"date": first.get("date"), "commit": first.get("commit"), "reason": why}
+    for kept in ("verdict", "reasons"):  # what a STALE record was carried with
+        if kept in first:
+            rec["carried_over"][kept] = first[kept]
     rec.setdefault("idle_witnesses", [])
     rec.setdefault("inputs", None)
     for w in rec.get("witnesses", []):
@@ -201,6 +204,24 @@ def _carried(prev: dict[str, Any], prev_doc: dict[str, Any], why: str) -> dict[s
         if isinstance(wv, dict):
             wv.setdefault("source", "document")  # before in-code waivers, all were
     return rec if not schema_errors(rec, "theorem") else None
+
+
+def _staleness(rec: dict[str, Any], why: str | None) -> dict[str, Any]:
+    """A carried record made STALE (``why``: what changed since its run), or, no longer
+    stale, given back the verdict it was carried with."""
+    co = rec["carried_over"]
+    if why is not None:
+        co.setdefault("verdict", rec["verdict"])
+        co.setdefault("reasons", rec["reasons"])
+        rec["verdict"] = STALE
+        rec["reasons"] = [
+            f"carried over ({co['verdict']} of {co['date']}), but {why} since: re-run it: "
+            f"pytest --fak-theorems --fak-theorem '{rec['id']}'"
+        ]
+    elif rec["verdict"] == STALE and co.get("verdict"):
+        rec["verdict"] = co.pop("verdict")
+        rec["reasons"] = co.pop("reasons", [])
+    return rec
 
 
 def load_previous(report_dir: Path) -> dict[str, Any] | None:
@@ -232,12 +253,15 @@ def build(
     tvs: list[TheoremVerdict],
     not_run: dict[str, tuple[str, bool]] | None = None,
     previous: dict[str, Any] | None = None,
+    stale: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The report as a plain JSON dict (before ``pytest_fak_modify_report``).
 
     ``not_run``: theorem id → (why it did not run, whether its last verdict is carried
     over from ``previous``, the report being replaced). A theorem not run with no earlier
-    verdict to carry is OPEN and says so."""
+    verdict to carry is OPEN and says so. ``stale``: theorem id → why, for a carried
+    verdict whose inputs changed since (it is reported STALE, its verdict kept in
+    ``carried_over.verdict``)."""
     now = datetime.now(UTC).replace(microsecond=0)
     date = now.date().isoformat()
     not_run = not_run or {}
@@ -254,7 +278,7 @@ def build(
             prev = prev_by_id.get(tid) if carry else None
             old = _carried(prev, previous or {}, why) if prev is not None else None
             if old is not None:
-                rec = old
+                rec = _staleness(old, (stale or {}).get(tid))
                 carried += 1
             else:
                 rec["ran"] = False

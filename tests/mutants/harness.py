@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_fak import ci, cli, generated, mutant, mutation, rootdir, selection
+from pytest_fak import ci, cli, generated, mutant, mutation, report, rootdir, selection
 from pytest_fak.fingerprint import ReadLog
 from pytest_fak.mutcache import CacheFile, MutantCache
 from tests.mutants.sourcepatch import edited
@@ -131,3 +131,10 @@ def unrun_witness_forgotten() -> Any:
 def empty_run_passes() -> Any:
     """A run that found no theorem passes (the bug: ``fak: 0 PROVEN``, exit 0)."""
     return edited(ci.nothing_to_prove, ("    if theorems or expected:\n", "    if True:\n"))
+
+
+@mutant("H1.8/stale-carried-silently")
+def stale_carried_silently() -> Any:
+    """A carried verdict stays as it was whatever changed since (the bug: a partial run
+    after an anchor changed passed with the theorem "PROVEN (carried over)")."""
+    return edited(report._staleness, ("    if why is not None:\n", "    if False:\n"))

@@ -290,3 +290,33 @@ def test_maxfail_on_two_workers_keeps_the_full_report(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(
         ["fak: FAILED: no verdicts (the run stopped); the report is unchanged"]
     )
+
+
+def test_a_carried_verdict_whose_inputs_changed_is_stale_in_the_partial_run(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    assert pytester.runpytest("--fak-theorems").ret == 0
+    backdate(pytester)
+    # CL1.2's witness changes; the partial run does not run it
+    pytester.makepyfile(test_clamp=WITNESSES2.replace("clamp(-5) == 0", "clamp(-6) == 0"))
+    result = pytester.runpytest("--fak-theorems", "-k", "test_upper")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "STALE      CL1.2 clamp keeps the lower bound: carried over (PROVEN of 2020-01-02), "
+            "but the source of witness test_clamp.py::test_lower changed since*",
+            "fak: FAILED: 1 STALE (CL1.2) · 1 PROVEN · 1 not run",
+        ]
+    )
+    kept = verdicts(pytester)["CL1.2"]
+    assert kept["verdict"] == "STALE" and kept["carried_over"]["verdict"] == "PROVEN"
+    assert (
+        pytester.runpytest("--fak-theorems", "-k", "test_upper", "--fak-fail-on=REFUTED").ret == 0
+    )
+    # put back, the next partial run carries it with its verdict again
+    pytester.makepyfile(test_clamp=WITNESSES2)
+    assert pytester.runpytest("--fak-theorems", "-k", "test_upper").ret == 0
+    kept = verdicts(pytester)["CL1.2"]
+    assert kept["verdict"] == "PROVEN" and "verdict" not in kept["carried_over"]
+    assert kept["carried_over"]["date"] == "2020-01-02"
