@@ -10,6 +10,9 @@
   line for each failing verdict, and one on each surviving generated mutant's own line;
   with ``GITHUB_STEP_SUMMARY`` set, a markdown summary is appended to that file.
 - ``--fak-compare PATH``: the transitions against a committed ``verdicts.json``.
+- ``--fak-fail-under``: the mutation score the run must reach (overall or per theorem);
+  under it a theorem VACUOUS only by generated survivors is reported VACUOUS but left to
+  the score, which the report records in ``run.fail_under``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pytest_fak.verdicts import PROVEN, STALE, VACUOUS, VERDICTS
 
 __all__ = [
     "compare",
+    "fail_under",
     "failing",
     "final_line",
     "github_annotations",
@@ -38,18 +42,63 @@ __all__ = [
 
 def failing(doc: dict[str, Any], fail_on: set[str]) -> list[dict[str, Any]]:
     """The theorems whose verdict fails the run: those that ran, and a carried-over
-    verdict whose inputs changed since (STALE: the run cannot vouch for it)."""
+    verdict whose inputs changed since (STALE: the run cannot vouch for it). Under
+    ``--fak-fail-under`` a theorem VACUOUS only by its generated survivors is left to the
+    score (:func:`fail_under`)."""
+    gated = doc.get("run", {}).get("fail_under") is not None
     return [
         t
         for t in doc["theorems"]
-        if t["verdict"] in fail_on and (t["ran"] or t["verdict"] == STALE)
+        if t["verdict"] in fail_on
+        and (t["ran"] or t["verdict"] == STALE)
+        and not (gated and only_generated_survivors(t))
     ]
+
+
+def only_generated_survivors(t: dict[str, Any]) -> bool:
+    """Whether theorem record ``t`` is VACUOUS by its generated survivors alone (every
+    declared mutant killed, every anchor executed)."""
+    g = t.get("generated")
+    return (
+        t["verdict"] == VACUOUS
+        and isinstance(g, dict)
+        and g["survived"] > 0
+        and all(m["status"] == "killed" for m in t["mutants"])
+        and all(a["covered"] is True for a in t["anchors"])
+    )
+
+
+def mutation_score(g: dict[str, Any]) -> float:
+    """Killed over generated minus waived, in percent (100 with nothing left to kill)."""
+    n = g["generated"] - g["waived"]
+    return 100.0 if n <= 0 else round(100.0 * g["killed"] / n, 2)
+
+
+def fail_under(doc: dict[str, Any], overall: float | None, per: dict[str, float]) -> dict[str, Any]:
+    """``run.fail_under`` of the report: the thresholds (``--fak-fail-under``), the scores
+    of the theorems that ran with generated mutants, and which are below (``"overall"``
+    for the whole run's: its killed over generated minus waived, summed over theorems)."""
+    ran = [t for t in doc["theorems"] if t["ran"] and t.get("generated")]
+    killed = sum(t["generated"]["killed"] for t in ran)
+    total = sum(t["generated"]["generated"] - t["generated"]["waived"] for t in ran)
+    score = 100.0 if total <= 0 else round(100.0 * killed / total, 2)
+    below = ["overall"] if overall is not None and score < overall else []
+    scores = {t["id"]: mutation_score(t["generated"]) for t in ran}
+    below += [tid for tid, want in sorted(per.items()) if tid in scores and scores[tid] < want]
+    return {
+        "overall": overall,
+        "theorems": dict(sorted(per.items())),
+        "score": score,
+        "scores": scores,
+        "below": below,
+    }
 
 
 def final_line(doc: dict[str, Any], fail_on: set[str]) -> str:
     """The run's last line: ``fak: FAILED: <why>`` or ``fak: <counts>``."""
     counted = doc["run"]["summary"]
     bad = failing(doc, fail_on)
+    failed = bool(bad)
     parts: list[str] = []
     for v in VERDICTS:
         ids = [t["id"] for t in bad if t["verdict"] == v]
@@ -65,7 +114,16 @@ def final_line(doc: dict[str, Any], fail_on: set[str]) -> str:
         parts.append(f"{not_run} not run")
     if not parts:
         parts.append(f"0 {PROVEN}")
-    return ("fak: FAILED: " if bad else "fak: ") + " · ".join(parts)
+    gate = doc["run"].get("fail_under")
+    if gate is not None:
+        for what in gate["below"]:
+            got = gate["score"] if what == "overall" else gate["scores"][what]
+            want = gate["overall"] if what == "overall" else gate["theorems"][what]
+            parts.insert(0, f"mutation score {got:g}% < {want:g}% ({what})")
+        if not gate["below"]:
+            parts.append(f"mutation score {gate['score']:g}%")
+        failed = failed or bool(gate["below"])
+    return ("fak: FAILED: " if failed else "fak: ") + " · ".join(parts)
 
 
 def nothing_to_prove(theorems: int, expected: bool, dirs: list[str]) -> str | None:

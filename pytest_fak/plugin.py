@@ -125,6 +125,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "else .fak-cache in the rootdir)",
     )
     group.addoption(
+        "--fak-fail-under",
+        action="append",
+        default=[],
+        metavar="SCORE|ID=SCORE",
+        help="adopt generated mutants gradually: the run fails when the mutation score "
+        "(killed / (generated - waived), in percent) is under SCORE, overall or for theorem "
+        "ID (repeatable); a theorem VACUOUS only by generated survivors is still reported "
+        "VACUOUS but no longer fails the run by itself (default: no threshold, every "
+        "survivor fails the run)",
+    )
+    group.addoption(
         "--fak-no-theorems-ok",
         action="store_true",
         default=False,

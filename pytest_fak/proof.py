@@ -127,6 +127,7 @@ class ProofSession:
         with unmeasured(self._mutant_module_files):
             self._import_mutant_modules()
         self.fail_on = self._fail_on()
+        self.fail_under = self._fail_under()
         self.mutant_examples = int(config.getoption("fak_mutant_examples"))
         self.mutant_memory = _mutant_memory(config)
         flight = getattr(config, "workerinput", {}).get("fak_flight")
@@ -211,6 +212,36 @@ class ProofSession:
                 f"use a comma list of {', '.join(verdicts.VERDICTS)} or 'none'"
             )
         return words
+
+    def _fail_under(self) -> tuple[float | None, dict[str, float]] | None:
+        """``--fak-fail-under``: (the overall score, theorem id → its score), in percent;
+        ``None`` when not given (every survivor fails the run through its verdict)."""
+        given = [str(v).strip() for v in self.config.getoption("fak_fail_under") or []]
+        if not given:
+            return None
+        overall: float | None = None
+        per: dict[str, float] = {}
+        for raw in given:
+            tid, _, value = raw.rpartition("=")
+            try:
+                score = float(value.removesuffix("%"))
+            except ValueError:
+                score = -1.0
+            if not 0 <= score <= 100:
+                raise pytest.UsageError(
+                    f"--fak-fail-under {raw}: write a mutation score in percent (0-100), "
+                    "overall (e.g. 80) or for one theorem (e.g. C4.1=95)"
+                )
+            if not tid:
+                overall = score
+            elif tid not in self.index:
+                known = ", ".join(sorted(self.index.by_id)[:12]) or "none loaded"
+                raise pytest.UsageError(
+                    f"--fak-fail-under {raw}: no theorem {tid!r} (known: {known})"
+                )
+            else:
+                per[tid] = score
+        return overall, per
 
     def _mutate_mode(self) -> str:
         raw = self.config.getoption("fak_mutate") or self.config.getini("fak_mutate") or "off"
@@ -854,6 +885,8 @@ class ProofSession:
                 not_run[tv.theorem.id] = skip
         stale = self._stale_carried(prev_by_id, not_run)
         self.result = report.build(self._run_info(tvs), tvs, not_run, previous, stale)
+        if self.fail_under is not None:
+            self.result["run"]["fail_under"] = ci.fail_under(self.result, *self.fail_under)
         self.config.hook.pytest_fak_modify_report(config=self.config, report=self.result)
         try:
             self.written = report.write(self.result, report_dir)
@@ -871,7 +904,11 @@ class ProofSession:
                 fh.write(ci.step_summary(self.result, self.fail_on, self.transitions))
         self.annotations = ci.github_annotations(self.result, self.fail_on) if annotate else []
         self.last_line = ci.final_line(self.result, self.fail_on)
-        if ci.failing(self.result, self.fail_on) and session.exitstatus in (0, 5):
+        gate = self.result["run"].get("fail_under") or {}
+        if (ci.failing(self.result, self.fail_on) or gate.get("below")) and session.exitstatus in (
+            0,
+            5,
+        ):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _stale_carried(

@@ -3,6 +3,7 @@ terminal and GitHub annotations at the surviving mutant's own line."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -125,3 +126,40 @@ def test_a_survivor_in_installed_code_is_written_with_its_absolute_path(tmp_path
     gen = {"survivors": [{**row, "where": f"{sinks}:338"}], "unmeasured": []}
     (got,) = _relative(gen, tmp_path)["survivors"]  # type: ignore[index]
     assert got["where"] == f"{sinks.as_posix()}:338"  # not fak_core/sinks.py:338
+
+
+def test_fail_under_lets_a_project_adopt_generated_mutants_gradually(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(pytester, witness=EXACT)
+    n = len(generate("clamplib:clamp").mutants)
+    score = round(100 * (n - 2) / n, 2)  # the two boundary mutants survive
+    below = pytester.runpytest("--fak-theorems", "--fak-mutate=full", "--fak-fail-under=100")
+    assert below.ret == 1
+    below.stdout.fnmatch_lines([f"fak: FAILED: mutation score {score:g}% < 100% (overall) · *"])
+    ok = pytester.runpytest("--fak-theorems", "--fak-mutate=incremental", "--fak-fail-under=50")
+    assert ok.ret == 0, ok.stdout.str()
+    ok.stdout.fnmatch_lines([f"fak: 1 VACUOUS · mutation score {score:g}%"])
+    doc = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())
+    assert doc["theorems"][0]["verdict"] == "VACUOUS"  # still reported as it is
+    assert doc["run"]["fail_under"] == {
+        "overall": 50.0,
+        "theorems": {},
+        "score": score,
+        "scores": {"CL1.1": score},
+        "below": [],
+    }
+    per = pytester.runpytest(
+        "--fak-theorems",
+        "--fak-mutate=incremental",
+        "--fak-fail-under=50",
+        "--fak-fail-under",
+        "CL1.1=99.5",
+    )
+    assert per.ret == 1
+    per.stdout.fnmatch_lines([f"fak: FAILED: mutation score {score:g}% < 99.5% (CL1.1) · *"])
+    bad = pytester.runpytest("--fak-theorems", "--fak-fail-under=CL9.9=50")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--fak-fail-under CL9.9=50: no theorem 'CL9.9'*"])
+    # no threshold: today's behaviour, a survivor fails the run
+    assert pytester.runpytest("--fak-theorems", "--fak-mutate=incremental").ret == 1
