@@ -136,11 +136,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "survivor fails the run)",
     )
     group.addoption(
+        "--fak-mutate-installed",
+        action="store_true",
+        default=False,
+        help="also generate mutants of anchors in installed packages (site-packages, "
+        "dist-packages, the interpreter's folders); by default only the project's own code "
+        "is mutated and the report lists what was left out (ini fak_mutate_installed)",
+    )
+    group.addoption(
         "--fak-no-theorems-ok",
         action="store_true",
         default=False,
         help="a proof run that finds no theorem passes (default: it fails with exit code 5, "
         "like pytest's 'no tests collected'; ini fak_no_theorems_ok)",
+    )
+    parser.addini(
+        "fak_mutate_installed",
+        type="bool",
+        default=False,
+        help="default of --fak-mutate-installed",
     )
     parser.addini(
         "fak_no_theorems_ok",

@@ -30,7 +30,13 @@ import pytest
 from pytest_fak import ci, crash, hyp, inputs, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
 from pytest_fak.build import build_id
-from pytest_fak.fingerprint import ReadLog, digest, installed_dirs, project_blocks
+from pytest_fak.fingerprint import (
+    ReadLog,
+    digest,
+    installed_dirs,
+    installed_file,
+    project_blocks,
+)
 from pytest_fak.generated import GeneratedMutant, generate
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
@@ -160,8 +166,10 @@ class ProofSession:
         self.cache_written: Path | None = None
         if self.mutate != "off" and not self.errors:
             chosen = TheoremIndex(t for t in self.index if self.selection.wants(t.id))
+            root = self.rootpath
+            own = None if self._mutate_installed() else (lambda f: not installed_file(f, root))
             self.generated = GeneratedPhase(
-                chosen, self.mutate, self._cache_dir(), self._budget(), self.blocks
+                chosen, self.mutate, self._cache_dir(), self._budget(), self.blocks, own
             )
             self.errors += self.generated.errors
         self.collect_only = bool(config.getoption("collectonly"))
@@ -212,6 +220,12 @@ class ProofSession:
                 f"use a comma list of {', '.join(verdicts.VERDICTS)} or 'none'"
             )
         return words
+
+    def _mutate_installed(self) -> bool:
+        """``--fak-mutate-installed`` or ini ``fak_mutate_installed``."""
+        return bool(self.config.getoption("fak_mutate_installed")) or bool(
+            self.config.getini("fak_mutate_installed")
+        )
 
     def _fail_under(self) -> tuple[float | None, dict[str, float]] | None:
         """``--fak-fail-under``: (the overall score, theorem id → its score), in percent;
@@ -940,6 +954,7 @@ class ProofSession:
             pack_nodeids=self.pack_nodeids(),
             git=self.git,
             selection=self.selection.describe() if self.selection.partial else [],
+            left_out=None if self.generated is None else self.generated.left_out,
             inputs={
                 tv.theorem.id: inputs.record(
                     [w.nodeid for w in tv.witnesses],
@@ -1041,6 +1056,12 @@ class ProofSession:
                 f"not run, {run['carried_over']} keep their last verdict (carried over)"
             )
         tr.write_line(report.summary_line(run["summary"], run["not_run"]))
+        out = run.get("not_mutated")
+        if out:
+            tr.write_line(
+                f"fak: {out['anchors']} anchors in installed code were not mutated (modules: "
+                f"{', '.join(out['modules'])}); {out['how']}"
+            )
         for c in self.crashes:
             under = "outside any mutant (ERROR)"
             if c["mutant"]:

@@ -78,6 +78,8 @@ class RunInfo:
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: address-space budget of each mutant re-run, in bytes (None: no limit asked for)
     mutant_memory: int | None = None
+    #: anchor symbol → module, of the anchors in installed code left unmutated
+    left_out: dict[str, str] | None = None
 
 
 def relpath(path: str | os.PathLike[str], root: Path) -> str:
@@ -317,8 +319,25 @@ def build(
             "not_run": len(tvs) - ran,
             "carried_over": carried,
             "summary": counted,
+            **_not_mutated(run.left_out),
         },
         "theorems": theorems,
+    }
+
+
+def _not_mutated(left_out: dict[str, str] | None) -> dict[str, Any]:
+    """``run.not_mutated``: the anchors in code the user does not own (installed
+    packages) whose generated mutants were left out, and how to include them."""
+    if not left_out:
+        return {}
+    return {
+        "not_mutated": {
+            "anchors": len(left_out),
+            "modules": sorted(set(left_out.values())),
+            "symbols": sorted(left_out),
+            "how": "they are installed code, not this project's: pass --fak-mutate-installed "
+            "(or ini fak_mutate_installed = true) to mutate them",
+        }
     }
 
 

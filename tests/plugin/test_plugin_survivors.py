@@ -163,3 +163,41 @@ def test_fail_under_lets_a_project_adopt_generated_mutants_gradually(
     bad.stderr.fnmatch_lines(["*--fak-fail-under CL9.9=50: no theorem 'CL9.9'*"])
     # no threshold: today's behaviour, a survivor fails the run
     assert pytester.runpytest("--fak-theorems", "--fak-mutate=incremental").ret == 1
+
+
+def test_code_the_user_does_not_own_is_not_mutated_unless_asked(
+    pytester: pytest.Pytester,
+) -> None:
+    from .plugin_project import LIB
+
+    make_project(pytester, witness=EXACT.replace("clamplib", "extlib"), doc=DOC)
+    site = pytester.path / "venv" / "lib" / "site-packages"  # an installed package
+    site.mkdir(parents=True)
+    (site / "extlib.py").write_text(LIB)
+    pytester.syspathinsert(site)
+    doc = DOC.replace("clamplib:clamp", "extlib:clamp")
+    (pytester.path / "theorems" / "clamp.md").write_text(doc, encoding="utf-8")
+    pytester.makepyfile(
+        clampmutants=(
+            "from unittest import mock\nimport extlib\nfrom pytest_fak import mutant\n\n"
+            '@mutant("CL1.1/no-upper")\ndef no_upper():\n'
+            '    return mock.patch.object(extlib, "clamp", lambda x, lo=0, hi=10: max(x, lo))\n'
+        )
+    )
+    result = pytester.runpytest("--fak-theorems", "--fak-mutate=full")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "fak: 1 anchors in installed code were not mutated (modules: extlib); they are "
+            "installed code, not this project's: pass --fak-mutate-installed *"
+        ]
+    )
+    doc_ = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())
+    assert doc_["run"]["not_mutated"]["symbols"] == ["extlib:clamp"]
+    assert doc_["theorems"][0]["generated"]["generated"] == 0
+    asked = pytester.runpytest("--fak-theorems", "--fak-mutate=full", "--fak-mutate-installed")
+    assert asked.ret == 1  # the two boundary survivors
+    g = verdicts(pytester)["CL1.1"]["generated"]
+    assert g["generated"] == len(generate("extlib:clamp").mutants)
+    assert all(s["where"].startswith("venv/lib/site-packages/extlib.py:") for s in g["survivors"])
+    asked.stdout.no_fnmatch_line("*were not mutated*")
