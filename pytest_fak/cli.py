@@ -143,6 +143,13 @@ def _mutants_list(ns: argparse.Namespace) -> int:
     rows, problems = got
     for p in problems:
         print(f"fak mutants: {p}", file=sys.stderr)
+    if not rows:
+        print(
+            "fak mutants: the report has no generated mutants"
+            + (f" of {ns.theorem}" if ns.theorem else "")
+            + ": run pytest --fak-theorems --fak-mutate=incremental first",
+            file=sys.stderr,
+        )
     shown = [r for r in rows if r.survivor or not ns.survivors]
     for r in shown:
         where = click_path(r.path, r.line) if r.path else "?"

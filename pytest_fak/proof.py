@@ -1098,7 +1098,7 @@ class ProofSession:
         tr.write_line(f"fak: {len(rows)} surviving generated mutants (neither killed nor waived):")
         for mid, (where, op, tids) in list(rows.items())[:_SHOWN_SURVIVORS]:
             tr.write_line(f"  {where}: {mid} ({op}; {', '.join(tids)})")
-        report_rel = report.relpath(self._report_dir() / "verdicts.json", self._cwd())
+        report_rel = report.project_path(self._report_dir() / "verdicts.json", self._cwd())
         rest = len(rows) - _SHOWN_SURVIVORS
         head = f"fak: {rest} more survivors are not shown here; " if rest > 0 else "fak: "
         tr.write_line(
