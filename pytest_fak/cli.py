@@ -102,7 +102,21 @@ def _register_mutants(subparsers: Any) -> None:
     show.set_defaults(func=_mutants_show)
 
 
-def _mutant_rows(ns: argparse.Namespace, theorem: str | None) -> tuple[Any, list[str]] | None:
+def _mutant_problems(problems: list[str]) -> None:
+    """What could not be read, the first few in full."""
+    for p in problems[:3]:
+        print(f"fak mutants: {p}", file=sys.stderr)
+    if len(problems) > 3:
+        print(
+            f"fak mutants: and {len(problems) - 3} more anchors changed or gone since the "
+            "report (fak proofs check lists the theorems)",
+            file=sys.stderr,
+        )
+
+
+def _mutant_rows(
+    ns: argparse.Namespace, theorem: str | None, symbol: str | None = None
+) -> tuple[Any, list[str]] | None:
     from pytest_fak import survivors
 
     root = Path(ns.root).resolve()
@@ -131,7 +145,7 @@ def _mutant_rows(ns: argparse.Namespace, theorem: str | None) -> tuple[Any, list
         sys.path.insert(0, str(root))
     cache = Path(ns.cache)
     cache = cache if cache.is_absolute() else root / cache
-    return survivors.collect(report, CacheFile.read(cache), root, theorem)
+    return survivors.collect(report, CacheFile.read(cache), root, theorem, symbol=symbol)
 
 
 def _mutants_list(ns: argparse.Namespace) -> int:
@@ -141,8 +155,7 @@ def _mutants_list(ns: argparse.Namespace) -> int:
     if got is None:
         return 2
     rows, problems = got
-    for p in problems:
-        print(f"fak mutants: {p}", file=sys.stderr)
+    _mutant_problems(problems)
     if not rows:
         print(
             "fak mutants: the report has no generated mutants"
@@ -165,7 +178,7 @@ def _mutants_list(ns: argparse.Namespace) -> int:
 def _mutants_show(ns: argparse.Namespace) -> int:
     from pytest_fak.survivors import describe
 
-    got = _mutant_rows(ns, None)
+    got = _mutant_rows(ns, None, str(ns.mutant).split("/", 1)[0])
     if got is None:
         return 2
     rows, problems = got
@@ -177,8 +190,7 @@ def _mutants_show(ns: argparse.Namespace) -> int:
             f"fak mutants: no generated mutant {ns.mutant!r} in the report{hint}", file=sys.stderr
         )
         return 2
-    for p in problems:
-        print(f"fak mutants: {p}", file=sys.stderr)
+    _mutant_problems(problems)
     print("\n".join(describe(row)))
     return 0
 

@@ -94,15 +94,19 @@ def collect(
     root: Path,
     theorem: str | None = None,
     regenerate: bool = True,
+    symbol: str | None = None,
 ) -> tuple[list[MutantRow], list[str]]:
-    """Every generated mutant the report's theorems (or ``theorem`` alone) have, and what
-    could not be read (an anchor that no longer resolves). ``root``: the project root the
-    report's paths are relative to."""
+    """Every generated mutant the report's theorems (or ``theorem`` alone; or those of the
+    anchor ``symbol`` alone) have, and what could not be read (an anchor that no longer
+    resolves, or changed since the report). ``root``: the project root the report's paths
+    are relative to."""
     rows: dict[str, MutantRow] = {}
     problems: list[str] = []
     records = [t for t in report.get("theorems", []) if isinstance(t, dict)]
     if theorem is not None:
         records = [t for t in records if t.get("id") == theorem]
+    if symbol is not None:
+        records = [t for t in records if any(a.get("symbol") == symbol for a in t["anchors"])]
     for t in records:
         gen = t.get("generated")
         if not isinstance(gen, dict):
@@ -124,7 +128,7 @@ def collect(
                 row.theorems.append(tid)
         if not regenerate:
             continue
-        for m, changed in _regenerated(t, problems):
+        for m, changed in _regenerated(t, problems, symbol):
             if m.id in rows:
                 row = rows[m.id]
                 if tid not in row.theorems:
@@ -151,15 +155,19 @@ def collect(
     return sorted(rows.values(), key=lambda r: r.id), problems
 
 
-def _regenerated(t: dict[str, Any], problems: list[str]) -> Iterable[tuple[Any, bool]]:
-    """The generated mutants of the report record ``t``'s anchors, as the code is now,
-    each with whether its anchor changed since the report."""
+def _regenerated(
+    t: dict[str, Any], problems: list[str], only: str | None = None
+) -> Iterable[tuple[Any, bool]]:
+    """The generated mutants of the report record ``t``'s anchors (or of its anchor
+    ``only``), as the code is now, each with whether its anchor changed since the report."""
     from pytest_fak.generated import generate
     from pytest_fak.symbols import SymbolError
 
     seen: set[str] = set()
     for a in t.get("anchors", []):
         symbol = str(a.get("symbol"))
+        if only is not None and symbol != only:
+            continue
         try:
             g = generate(symbol)
         except (SymbolError, ImportError) as exc:
@@ -190,7 +198,9 @@ def describe(row: MutantRow, cwd: Path | None = None) -> list[str]:
         + (
             "; ".join(f"{n} ({o})" for n, o in sorted(row.witnesses.items()))
             if row.witnesses
-            else "none ran it (no passing witness reached it)"
+            else "none (a waived mutant is not run)"
+            if row.status == "waived"
+            else "none recorded (no passing witness reached it, or the cache is gone)"
         ),
         "",
         row.diff.rstrip(os.linesep),
