@@ -8,8 +8,9 @@ project moves the rootdir (and the ini file, ``addopts``, the conftest cut-off) 
 Once the plugin's options are known, :func:`repair` decides the setup again from the
 real free arguments and, when it differs, puts the right one in place before any
 conftest is loaded. Where that cannot be done (an ini file was found and applied at the
-wrong place, or this pytest keeps its setup elsewhere) it is a usage error naming the
-``--fak-compare=PATH`` form, never a run against the wrong rootdir.
+wrong place) it is a usage error naming the ``--fak-compare=PATH`` form, never a run
+against the wrong rootdir. It sets the configuration's private fields pytest's own
+``Config.parse`` sets (pytest 9; mypy checks they exist).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ __all__ = ["PATH_OPTIONS", "repair"]
 PATH_OPTIONS = ("--fak-compare",)
 
 
-def repair(config: pytest.Config, args: list[str]) -> bool:
+def repair(config: pytest.Config, args: list[str]) -> None:
     """Re-decide the rootdir and ini file of ``config`` without the values of
     :data:`PATH_OPTIONS` (``args``: the command line, changed in place to carry the right
-    ini file's ``addopts``); ``True`` when something was put right."""
+    ini file's ``addopts``)."""
     given = [o for o in PATH_OPTIONS if o in args]
     if not given:
-        return False
+        return
     from _pytest.config.findpaths import determine_setup
 
     ns = config.known_args_namespace
@@ -42,24 +43,21 @@ def repair(config: pytest.Config, args: list[str]) -> bool:
         invocation_dir=config.invocation_params.dir,
     )
     if root == config.rootpath and ini == config.inipath:
-        return False
-    how = f"write {given[0]}=PATH (one argument), or pass --rootdir"
+        # the same ini file, found from another place: pytest names the others it ignores
+        config._ignored_config_files = ignored
+        return
     if config.inipath is not None:
         raise pytest.UsageError(
             f"{given[0]} PATH: pytest took PATH for a test path and read {config.inipath} "
-            f"as the ini file (rootdir {config.rootpath}, not {root}): {how}"
+            f"as the ini file (rootdir {config.rootpath}, not {root}): write {given[0]}=PATH "
+            "(one argument), or pass --rootdir"
         )
-    try:
-        old_root = config._rootpath
-        config._rootpath = root
-        config._inipath = ini
-        config._inicfg = cfg
-        config._ignored_config_files = ignored
-        config._inicache.clear()
-    except AttributeError:  # pragma: no cover - another pytest keeps its setup elsewhere
-        raise pytest.UsageError(
-            f"{given[0]} PATH moved pytest's rootdir to {config.rootpath} (not {root}): {how}"
-        ) from None
+    old_root = config.rootpath
+    config._rootpath = root
+    config._inipath = ini
+    config._inicfg = cfg
+    config._ignored_config_files = ignored
+    config._inicache.clear()
     config._parser.extra_info["rootdir"] = str(root)
     config._parser.extra_info["inifile"] = str(ini)
     extra = [str(a) for a in config.getini("addopts")]
@@ -74,4 +72,3 @@ def repair(config: pytest.Config, args: list[str]) -> bool:
     if ns.confcutdir == str(old_root):
         # pytest's default cut-off is the ini file's directory, else the rootdir
         ns.confcutdir = str(ini.parent if ini is not None else root)
-    return True

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 INIS = {
-    "pytest.ini": "[pytest]\naddopts = -p no:schemathesis\n",
+    # addopts that show whether they were applied: a plugin loaded, one blocked, an option
+    "pytest.ini": "[pytest]\naddopts = -p no:schemathesis -p pytester --fak-report-dir=ini\n",
     "tox.ini": "[pytest]\n",
     "pyproject.toml": "[tool.pytest.ini_options]\n",
     "setup.cfg": "[tool:pytest]\n",
@@ -31,9 +32,10 @@ BASE = [
 ]
 
 
-def _setup(cwd: Path, args: list[str]) -> tuple[Path, Path | None] | str:
-    """The rootdir and ini file pytest settles on for ``args`` run in ``cwd`` (or the
-    usage error it stops with)."""
+def _setup(cwd: Path, args: list[str]) -> dict[str, object] | str:
+    """What pytest settled on for ``args`` run in ``cwd`` (or the usage error it stopped
+    with): the rootdir, the ini file and the files it ignored, what the header shows, the
+    ini's addopts applied (early and late), the conftest cut-off."""
     old = os.getcwd()
     os.chdir(cwd)
     try:
@@ -44,15 +46,31 @@ def _setup(cwd: Path, args: list[str]) -> tuple[Path, Path | None] | str:
             return str(exc)
         finally:
             config._ensure_unconfigure()
-        return config.rootpath, config.inipath
+        early = config.known_args_namespace
+        return {
+            "rootdir": config.rootpath,
+            "inifile": config.inipath,
+            "ignored": list(config._ignored_config_files),
+            "header": dict(config._parser.extra_info),
+            "report_dir": (config.getoption("fak_report_dir"), early.fak_report_dir),
+            "plugins": (
+                config.pluginmanager.has_plugin("pytester"),
+                config.pluginmanager.is_blocked("schemathesis"),
+            ),
+            "confcutdir": early.confcutdir,
+        }
     finally:
         os.chdir(old)
 
 
+#: the project's ini files, each variant tried in every example
+VARIANTS = [(), ("pytest.ini",), ("pytest.ini", "tox.ini"), ("tox.ini",), ("pyproject.toml",)]
+VARIANTS += [("setup.cfg",)]
+
+
 @pytest.mark.fak_theorem("H1.5")
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
-    ini=st.sampled_from([None, *INIS]),
     where=st.sampled_from(["outside", "inside", "sibling"]),
     depth=st.integers(0, 2),
     relative=st.booleans(),
@@ -61,7 +79,19 @@ def _setup(cwd: Path, args: list[str]) -> tuple[Path, Path | None] | str:
     name=st.from_regex(r"[a-z][a-z0-9_-]{0,8}\.json", fullmatch=True),
 )
 def test_a_compare_path_in_either_form_keeps_the_rootdir_and_ini_file(
-    ini: str | None,
+    where: str,
+    depth: int,
+    relative: bool,
+    outside_ini: str | None,
+    test_arg: str | None,
+    name: str,
+) -> None:
+    for inis in VARIANTS:
+        _check(inis, where, depth, relative, outside_ini, test_arg, name)
+
+
+def _check(
+    inis: tuple[str, ...],
     where: str,
     depth: int,
     relative: bool,
@@ -73,7 +103,7 @@ def test_a_compare_path_in_either_form_keeps_the_rootdir_and_ini_file(
     project = top / "project"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
-    if ini is not None:
+    for ini in inis:  # with two, pytest reads the first and ignores the other
         (project / ini).write_text(INIS[ini])
     base = {"outside": top / "artifacts", "inside": project, "sibling": top}[where]
     folder = base.joinpath(*[f"d{i}" for i in range(depth)])
