@@ -54,10 +54,13 @@ def test_no_theorem_is_decided_by_a_run_that_stopped_before_its_witness(
     order = data.draw(st.permutations(sorted(witnesses)))
     stop = data.draw(st.integers(0, len(order)))
     ran = order[:stop]
+    why = data.draw(st.sampled_from([None, "stopping after 1 failures", "Interrupted"]))
     sel = Selection(_config(), index)
     sel.merge_worker({"fak_collected": witnesses})  # what the workers collected
-    sel.stopped_early(ran, "stopping after 1 failures")
+    sel.stopped_early(ran, why)
     assert sel.partial == (stop < len(order))
+    said = f"{len(order) - stop} collected witnesses did not run ({why or 'the run stopped'})"
+    assert sel.describe() == ([said] if stop < len(order) else [])
     for t in index:
         verdict = data.draw(st.sampled_from(VERDICTS))
         mine = {n for n, bound in witnesses.items() if t.id in bound}
