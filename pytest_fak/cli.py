@@ -1,4 +1,5 @@
-"""``fak proofs check``: which committed verdicts no longer match the code (STALE).
+"""``fak proofs check``: which committed verdicts no longer match the code (STALE); also
+``fak cache merge`` and ``fak mutants list|show`` (:mod:`pytest_fak.survivors`).
 
 A verdict is bound by SHA-256 to the theorem's text, the source of each of its anchors,
 and its other inputs (:mod:`pytest_fak.inputs`): the source of each bound witness and of
@@ -63,6 +64,135 @@ def register(subparsers: Any) -> None:
     merge.add_argument("out", metavar="OUT", help="the merged cache to write")
     merge.add_argument("caches", metavar="CACHE", nargs="+", help="a cache to fold in")
     merge.set_defaults(func=_merge)
+    _register_mutants(subparsers)
+
+
+def _register_mutants(subparsers: Any) -> None:
+    """``fak mutants list`` and ``fak mutants show`` (:mod:`pytest_fak.survivors`)."""
+    mutants = subparsers.add_parser(
+        "mutants", help="list and show the generated mutants of the last proof run"
+    )
+    msub = mutants.add_subparsers(dest="mutants_command", metavar="ACTION", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--report", default="proofs/verdicts.json", help="default: proofs/verdicts.json"
+    )
+    common.add_argument(
+        "--cache",
+        default=".fak-cache/mutants.json",
+        help="the mutant cache naming who killed each mutant (default: .fak-cache/mutants.json)",
+    )
+    common.add_argument("--root", default=".", help="project root the report's paths are under")
+    lst = msub.add_parser(
+        "list",
+        parents=[common],
+        help="one line per generated mutant: id, theorems, outcome, file:line",
+    )
+    lst.add_argument("--theorem", metavar="ID", default=None, help="only this theorem's")
+    lst.add_argument(
+        "--survivors", action="store_true", help="only the survivors (neither killed nor waived)"
+    )
+    lst.set_defaults(func=_mutants_list)
+    show = msub.add_parser(
+        "show",
+        parents=[common],
+        help="a mutant's diff, location, witnesses, and for a survivor the waiver to paste",
+    )
+    show.add_argument("mutant", metavar="ID", help="a generated mutant id (from fak mutants list)")
+    show.set_defaults(func=_mutants_show)
+
+
+def _mutant_problems(problems: list[str]) -> None:
+    """What could not be read, the first few in full."""
+    for p in problems[:3]:
+        print(f"fak mutants: {p}", file=sys.stderr)
+    if len(problems) > 3:
+        print(
+            f"fak mutants: and {len(problems) - 3} more anchors changed or gone since the "
+            "report (fak proofs check lists the theorems)",
+            file=sys.stderr,
+        )
+
+
+def _mutant_rows(
+    ns: argparse.Namespace, theorem: str | None, symbol: str | None = None
+) -> tuple[Any, list[str]] | None:
+    from pytest_fak import survivors
+
+    root = Path(ns.root).resolve()
+    path = Path(ns.report)
+    path = path if path.is_absolute() else root / path
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(
+            f"fak mutants: cannot read {path}: {exc} (run pytest --fak-theorems "
+            "--fak-mutate=incremental first, or pass --report)",
+            file=sys.stderr,
+        )
+        return None
+    if not isinstance(report, dict) or report.get("schema") != "pytest-fak/verdicts/v1":
+        print(f"fak mutants: {path} is not a pytest-fak verdict report", file=sys.stderr)
+        return None
+    known = [t.get("id") for t in report.get("theorems", []) if isinstance(t, dict)]
+    if theorem is not None and theorem not in known:
+        print(
+            f"fak mutants: no theorem {theorem!r} in {path} (known: {', '.join(map(str, known))})",
+            file=sys.stderr,
+        )
+        return None
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    cache = Path(ns.cache)
+    cache = cache if cache.is_absolute() else root / cache
+    return survivors.collect(report, CacheFile.read(cache), root, theorem, symbol=symbol)
+
+
+def _mutants_list(ns: argparse.Namespace) -> int:
+    from pytest_fak.survivors import click_path
+
+    got = _mutant_rows(ns, ns.theorem)
+    if got is None:
+        return 2
+    rows, problems = got
+    _mutant_problems(problems)
+    if not rows:
+        print(
+            "fak mutants: the report has no generated mutants"
+            + (f" of {ns.theorem}" if ns.theorem else "")
+            + ": run pytest --fak-theorems --fak-mutate=incremental first",
+            file=sys.stderr,
+        )
+    shown = [r for r in rows if r.survivor or not ns.survivors]
+    for r in shown:
+        where = click_path(r.path, r.line) if r.path else "?"
+        print(f"{r.id}  {','.join(r.theorems)}  {r.status}  {where}")
+    n = sum(1 for r in rows if r.survivor)
+    print(
+        f"fak mutants: {len(shown)} listed, {n} survivors of {len(rows)} generated mutants"
+        + ("; details and the waiver to paste: fak mutants show ID" if n else "")
+    )
+    return 0
+
+
+def _mutants_show(ns: argparse.Namespace) -> int:
+    from pytest_fak.survivors import describe
+
+    got = _mutant_rows(ns, None, str(ns.mutant).split("/", 1)[0])
+    if got is None:
+        return 2
+    rows, problems = got
+    row = next((r for r in rows if r.id == ns.mutant), None)
+    if row is None:
+        near = [r.id for r in rows if ns.mutant in r.id or r.id.startswith(ns.mutant)][:5]
+        hint = f"; did you mean {', '.join(near)}" if near else "; see fak mutants list"
+        print(
+            f"fak mutants: no generated mutant {ns.mutant!r} in the report{hint}", file=sys.stderr
+        )
+        return 2
+    _mutant_problems(problems)
+    print("\n".join(describe(row)))
+    return 0
 
 
 def check(

@@ -232,6 +232,19 @@ def installed_dirs() -> list[str]:
     return sorted({os.path.realpath(d) for d in dirs if d})
 
 
+def installed_file(filename: str, root: Path) -> bool:
+    """Whether ``filename`` is installed code, not the project's: in a ``site-packages``
+    or ``dist-packages`` folder (a virtual environment inside the project too), or in the
+    interpreter's own folders outside the project root."""
+    real = Path(os.path.realpath(filename))
+    if {"site-packages", "dist-packages"} & set(real.parts):
+        return True
+    root_real = Path(os.path.realpath(root))
+    if real == root_real or root_real in real.parents:
+        return False
+    return any(Path(d) in real.parents for d in installed_dirs())
+
+
 #: the anchor probe: its ``begin`` and ``end`` run inside the measurement they start and
 #: stop, around every witness, and decide no outcome
 _PROBE = Path(__file__).resolve().parent / "anchors.py"

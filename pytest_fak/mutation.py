@@ -311,9 +311,20 @@ class GeneratedPhase:
     """One process's view of the generated mutants, their waivers and the cache."""
 
     def __init__(
-        self, index: TheoremIndex, mode: str, cache_dir: Path, budget: str, blocks: Blocks
+        self,
+        index: TheoremIndex,
+        mode: str,
+        cache_dir: Path,
+        budget: str,
+        blocks: Blocks,
+        own_code: Callable[[str], bool] | None = None,
     ) -> None:
+        """``own_code(filename)``: whether an anchor in that file is the user's to mutate
+        (default: every anchor is); the others are left out, listed in
+        :attr:`left_out`."""
         self.mode = mode
+        #: anchor symbol → its module, for each anchor left out (code the user does not own)
+        self.left_out: dict[str, str] = {}
         self.budget = budget
         self.generations: dict[str, Generation] = {}
         self.errors: list[TheoremError] = []
@@ -332,6 +343,9 @@ class GeneratedPhase:
                 continue
             ms: list[GeneratedMutant] = []
             for a in t.anchors:
+                if own_code is not None and a.filename and not own_code(a.filename):
+                    self.left_out[a.symbol] = a.symbol.split(":", 1)[0]
+                    continue
                 g = self._generation(a.symbol)
                 if g is not None:
                     ms += [m for m in g.mutants if m.id not in {x.id for x in ms}]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fak import fixtures, hookspecs, kernelhook
+from pytest_fak import fixtures, hookspecs, kernelhook, rootdir
 from pytest_fak.paths import PACK_DIR
 
 __all__ = ["DEFAULT_FAIL_ON", "DEFAULT_MUTANT_EXAMPLES", "PACK_DIR"]
@@ -158,6 +158,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where generated-mutant results are cached (default: ini fak_cache_dir, "
         "else .fak-cache in the rootdir)",
     )
+    group.addoption(
+        "--fak-fail-under",
+        action="append",
+        default=[],
+        metavar="SCORE|ID=SCORE",
+        help="adopt generated mutants gradually: the run fails when the mutation score "
+        "(killed / (generated - waived), in percent) is under SCORE, overall or for theorem "
+        "ID (repeatable); a theorem VACUOUS only by generated survivors is still reported "
+        "VACUOUS but no longer fails the run by itself (default: no threshold, every "
+        "survivor fails the run)",
+    )
+    group.addoption(
+        "--fak-mutate-installed",
+        action="store_true",
+        default=False,
+        help="also generate mutants of anchors in installed packages (site-packages, "
+        "dist-packages, the interpreter's folders); by default only the project's own code "
+        "is mutated and the report lists what was left out (ini fak_mutate_installed)",
+    )
+    group.addoption(
+        "--fak-no-theorems-ok",
+        action="store_true",
+        default=False,
+        help="a proof run that finds no theorem passes (default: it fails with exit code 5, "
+        "like pytest's 'no tests collected'; ini fak_no_theorems_ok)",
+    )
+    parser.addini(
+        "fak_mutate_installed",
+        type="bool",
+        default=False,
+        help="default of --fak-mutate-installed",
+    )
+    parser.addini(
+        "fak_no_theorems_ok",
+        type="bool",
+        default=False,
+        help="default of --fak-no-theorems-ok",
+    )
     parser.addini(
         "fak_mutate",
         type="string",
@@ -200,6 +238,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="directories of theorem documents (default: theorems/)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """``--fak-compare PATH`` must not move the rootdir (:mod:`pytest_fak.rootdir`)."""
+    rootdir.repair(early_config, args)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

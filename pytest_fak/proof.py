@@ -30,7 +30,13 @@ import pytest
 from pytest_fak import ci, crash, extras, hyp, inputs, kernelhook, rebuild, report, verdicts
 from pytest_fak.anchors import AnchorProbe, unmeasured
 from pytest_fak.build import build_id
-from pytest_fak.fingerprint import ReadLog, digest, installed_dirs, project_blocks
+from pytest_fak.fingerprint import (
+    ReadLog,
+    digest,
+    installed_dirs,
+    installed_file,
+    project_blocks,
+)
 from pytest_fak.mutants import registry
 from pytest_fak.mutation import (
     MODES,
@@ -46,6 +52,7 @@ from pytest_fak.paths import PACK_DIR
 from pytest_fak.plugin import DEFAULT_FAIL_ON, DEFAULT_MUTANT_EXAMPLES
 from pytest_fak.provenance import git_info
 from pytest_fak.selection import Selection, marker_ids
+from pytest_fak.survivors import click_path
 from pytest_fak.symbols import SymbolError
 from pytest_fak.theorems import Theorem, TheoremError, TheoremIndex, load_theorems
 
@@ -145,6 +152,7 @@ class ProofSession:
         with unmeasured(self._mutant_module_files):
             self._import_mutant_modules()
         self.fail_on = self._fail_on()
+        self.fail_under = self._fail_under()
         self.mutant_examples = _mutant_examples(config)
         self.mutant_memory = _mutant_memory(config)
         flight = getattr(config, "workerinput", {}).get("fak_flight")
@@ -179,8 +187,10 @@ class ProofSession:
         self.cache_written: Path | None = None
         if self.mutate != "off" and not self.errors:
             chosen = TheoremIndex(t for t in self.index if self.selection.wants(t.id))
+            root = self.rootpath
+            own = None if self._mutate_installed() else (lambda f: not installed_file(f, root))
             self.generated = GeneratedPhase(
-                chosen, self.mutate, self._cache_dir(), self._budget(), self.blocks
+                chosen, self.mutate, self._cache_dir(), self._budget(), self.blocks, own
             )
             self.errors += self.generated.errors
         self.collect_only = bool(config.getoption("collectonly"))
@@ -234,6 +244,42 @@ class ProofSession:
                 f"use a comma list of {', '.join(verdicts.VERDICTS)} or 'none'"
             )
         return words
+
+    def _mutate_installed(self) -> bool:
+        """``--fak-mutate-installed`` or ini ``fak_mutate_installed``."""
+        return bool(self.config.getoption("fak_mutate_installed")) or bool(
+            self.config.getini("fak_mutate_installed")
+        )
+
+    def _fail_under(self) -> tuple[float | None, dict[str, float]] | None:
+        """``--fak-fail-under``: (the overall score, theorem id → its score), in percent;
+        ``None`` when not given (every survivor fails the run through its verdict)."""
+        given = [str(v).strip() for v in self.config.getoption("fak_fail_under") or []]
+        if not given:
+            return None
+        overall: float | None = None
+        per: dict[str, float] = {}
+        for raw in given:
+            tid, _, value = raw.rpartition("=")
+            try:
+                score = float(value.removesuffix("%"))
+            except ValueError:
+                score = -1.0
+            if not 0 <= score <= 100:
+                raise pytest.UsageError(
+                    f"--fak-fail-under {raw}: write a mutation score in percent (0-100), "
+                    "overall (e.g. 80) or for one theorem (e.g. C4.1=95)"
+                )
+            if not tid:
+                overall = score
+            elif tid not in self.index:
+                known = ", ".join(sorted(self.index.by_id)[:12]) or "none loaded"
+                raise pytest.UsageError(
+                    f"--fak-fail-under {raw}: no theorem {tid!r} (known: {known})"
+                )
+            else:
+                per[tid] = score
+        return overall, per
 
     def _mutate_mode(self) -> str:
         raw = self.config.getoption("fak_mutate") or self.config.getini("fak_mutate") or "off"
@@ -789,6 +835,7 @@ class ProofSession:
     # ------------------------------------------------------------------ xdist
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.session_items = list(session.items)
+        self.selection.record_collected(self.session_items)
         if self.generated is not None:
             self.generated.bind_items(self.session_items, self._theorems_of)
 
@@ -836,6 +883,7 @@ class ProofSession:
             wo = self.config.workeroutput  # type: ignore[attr-defined]
             wo["fak_deselected"] = self.selection.deselected
             wo["fak_collect_errors"] = self.selection.collect_errors
+            wo["fak_collected"] = self.selection.collected
             return
         if self.collect_only:
             self.last_line = "fak: collect only: no verdicts, nothing written"
@@ -852,10 +900,22 @@ class ProofSession:
         if self.errors:
             self.last_line = "fak: FAILED: no verdicts: the theorem documents have errors"
             return
+        empty = ci.nothing_to_prove(
+            len(self.index),
+            bool(self.config.getoption("fak_no_theorems_ok"))
+            or bool(self.config.getini("fak_no_theorems_ok")),
+            [report.relpath(d, self.rootpath) for d in self.dirs],
+        )
+        if empty is not None:
+            self.last_line = empty
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+            return
         if session.exitstatus not in (0, 1, 5):
             why = "collection failed" if self.selection.collect_errors else "the run stopped"
             self.last_line = f"fak: FAILED: no verdicts ({why}); the report is unchanged"
             return
+        stop = session.shouldfail or session.shouldstop
+        self.selection.stopped_early(self.evidence, stop if isinstance(stop, str) else None)
         tvs = self.verdicts()
         self._write_cache()
         report_dir = self._report_dir()
@@ -869,7 +929,10 @@ class ProofSession:
             )
             if skip is not None:
                 not_run[tv.theorem.id] = skip
-        self.result = report.build(self._run_info(tvs), tvs, not_run, previous)
+        stale = self._stale_carried(prev_by_id, not_run)
+        self.result = report.build(self._run_info(tvs), tvs, not_run, previous, stale)
+        if self.fail_under is not None:
+            self.result["run"]["fail_under"] = ci.fail_under(self.result, *self.fail_under)
         self.config.hook.pytest_fak_modify_report(config=self.config, report=self.result)
         try:
             self.written = report.write(self.result, report_dir)
@@ -887,8 +950,27 @@ class ProofSession:
                 fh.write(ci.step_summary(self.result, self.fail_on, self.transitions))
         self.annotations = ci.github_annotations(self.result, self.fail_on) if annotate else []
         self.last_line = ci.final_line(self.result, self.fail_on)
-        if ci.failing(self.result, self.fail_on) and session.exitstatus in (0, 5):
+        gate = self.result["run"].get("fail_under") or {}
+        if (ci.failing(self.result, self.fail_on) or gate.get("below")) and session.exitstatus in (
+            0,
+            5,
+        ):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _stale_carried(
+        self, prev_by_id: dict[str, dict[str, Any]], not_run: dict[str, tuple[str, bool]]
+    ) -> dict[str, str]:
+        """Theorem id → why, for each verdict this partial run carries over whose inputs
+        changed since it was decided (what ``fak proofs check`` calls STALE)."""
+        ids = [t for t, (_, carry) in not_run.items() if carry and t in prev_by_id]
+        if not ids:
+            return {}
+        from pytest_fak.cli import Fingerprints, check
+        from pytest_fak.mutcache import CACHE_FILE
+
+        fps = Fingerprints.load(self._cache_dir() / CACHE_FILE, self.rootpath, self._report_dir())
+        found, _ = check({"theorems": [prev_by_id[t] for t in ids]}, self.dirs, self.rootpath, fps)
+        return {tid: why for tid, why in found if tid in ids}
 
     def _run_info(self, tvs: list[verdicts.TheoremVerdict]) -> report.RunInfo:
         return report.RunInfo(
@@ -905,6 +987,7 @@ class ProofSession:
             kernel_factory=self.kernel_factory(),
             git=self.git,
             selection=self.selection.describe() if self.selection.partial else [],
+            left_out=None if self.generated is None else self.generated.left_out,
             inputs={
                 tv.theorem.id: inputs.record(
                     [w.nodeid for w in tv.witnesses],
@@ -1010,9 +1093,11 @@ class ProofSession:
             tr.write_line(self.last_line or "fak: no verdicts: the run did not complete")
             return
         for t in self.result["theorems"]:
-            if t["ran"] and t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
+            shown = t["ran"] or t["verdict"] == verdicts.STALE
+            if shown and t["verdict"] not in (verdicts.PROVEN, verdicts.SCOPED_OUT):
                 why = "; ".join(t["reasons"][:2])
                 tr.write_line(f"{t['verdict']:<10} {t['id']} {t['title']}: {why}")
+        self._write_survivors(tr)
         run = self.result["run"]
         if run["partial"]:
             tr.write_line(
@@ -1021,6 +1106,12 @@ class ProofSession:
             )
         tr.write_line(f"fak: kernel factory: {run['kernel_factory']}")
         tr.write_line(report.summary_line(run["summary"], run["not_run"]))
+        out = run.get("not_mutated")
+        if out:
+            tr.write_line(
+                f"fak: {out['anchors']} anchors in installed code were not mutated (modules: "
+                f"{', '.join(out['modules'])}); {out['how']}"
+            )
         for c in self.crashes:
             under = "outside any mutant (ERROR)"
             if c["mutant"]:
@@ -1037,6 +1128,40 @@ class ProofSession:
                 tr.write_line(f"  {line}")
         for line in self.annotations:
             tr.write_line(line)
+
+    def _write_survivors(self, tr: Any) -> None:
+        """Every surviving generated mutant of the theorems that ran, at its own line (a
+        path the terminal opens), up to :data:`_SHOWN_SURVIVORS`; then where the rest are."""
+        assert self.result is not None
+        rows: dict[str, tuple[str, str, list[str]]] = {}
+        for t in self.result["theorems"]:
+            g = t.get("generated")
+            if not t["ran"] or not g:
+                continue
+            for s in g["survivors"]:
+                path, _, line = str(s["where"]).rpartition(":")
+                p = Path(path) if Path(path).is_absolute() else self.rootpath / path
+                where = click_path(str(p), int(line) if line.isdigit() else 1, self._cwd())
+                rows.setdefault(s["id"], (where, s["operator"], []))[2].append(t["id"])
+        if not rows:
+            return
+        tr.write_line(f"fak: {len(rows)} surviving generated mutants (neither killed nor waived):")
+        for mid, (where, op, tids) in list(rows.items())[:_SHOWN_SURVIVORS]:
+            tr.write_line(f"  {where}: {mid} ({op}; {', '.join(tids)})")
+        report_rel = report.project_path(self._report_dir() / "verdicts.json", self._cwd())
+        rest = len(rows) - _SHOWN_SURVIVORS
+        head = f"fak: {rest} more survivors are not shown here; " if rest > 0 else "fak: "
+        tr.write_line(
+            f"{head}all of them, each with its diff and the waiver to paste: fak mutants list "
+            f"--survivors, fak mutants show ID (from {report_rel})"
+        )
+
+    def _cwd(self) -> Path:
+        return Path(self.config.invocation_params.dir)
+
+
+#: how many surviving mutants the terminal summary lists before pointing at the full list
+_SHOWN_SURVIVORS = 50
 
 
 def _is_generated(m: object) -> bool:

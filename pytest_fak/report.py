@@ -30,7 +30,7 @@ from pytest_fak import paths
 from pytest_fak.paths import VERDICTS_SCHEMA
 from pytest_fak.provenance import git_info, python, versions
 from pytest_fak.theorems import REGIMES
-from pytest_fak.verdicts import OPEN, VERDICTS, TheoremVerdict
+from pytest_fak.verdicts import OPEN, STALE, VERDICTS, TheoremVerdict
 
 __all__ = [
     "SCHEMA",
@@ -38,6 +38,7 @@ __all__ = [
     "build",
     "git_info",
     "load_previous",
+    "project_path",
     "relpath",
     "render_markdown",
     "schema_errors",
@@ -79,6 +80,8 @@ class RunInfo:
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: address-space budget of each mutant re-run, in bytes (None: no limit asked for)
     mutant_memory: int | None = None
+    #: anchor symbol → module, of the anchors in installed code left unmutated
+    left_out: dict[str, str] | None = None
 
 
 def relpath(path: str | os.PathLike[str], root: Path) -> str:
@@ -95,6 +98,17 @@ def relpath(path: str | os.PathLike[str], root: Path) -> str:
         return p.as_posix()
 
 
+def project_path(path: str | os.PathLike[str], root: Path) -> str:
+    """``path`` relative to ``root`` with forward slashes when it is under it, else
+    absolute: a file of an installed package is never written relative to its
+    ``site-packages`` (no one can open that path from the project)."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
 def _relative(gen: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
     """The mutation score with each ``file:line`` made relative to the root."""
     if gen is None:
@@ -104,7 +118,7 @@ def _relative(gen: dict[str, Any] | None, root: Path) -> dict[str, Any] | None:
         rows = []
         for r in gen[key]:
             path, _, line = r["where"].rpartition(":")
-            rows.append({**r, "where": f"{relpath(path, root)}:{line}"})
+            rows.append({**r, "where": f"{project_path(path, root)}:{line}"})
         out[key] = rows
     return out
 
@@ -181,6 +195,9 @@ def _carried(prev: dict[str, Any], prev_doc: dict[str, Any], why: str) -> dict[s
     }
     rec["ran"] = False
     rec["carried_over"] = {"date": first.get("date"), "commit": first.get("commit"), "reason": why}
+    for kept in ("verdict", "reasons"):  # what a STALE record was carried with
+        if kept in first:
+            rec["carried_over"][kept] = first[kept]
     rec.setdefault("idle_witnesses", [])
     rec.setdefault("inputs", None)
     for w in rec.get("witnesses", []):
@@ -191,6 +208,24 @@ def _carried(prev: dict[str, Any], prev_doc: dict[str, Any], why: str) -> dict[s
         if isinstance(wv, dict):
             wv.setdefault("source", "document")  # before in-code waivers, all were
     return rec if not schema_errors(rec, "theorem") else None
+
+
+def _staleness(rec: dict[str, Any], why: str | None) -> dict[str, Any]:
+    """A carried record made STALE (``why``: what changed since its run), or, no longer
+    stale, given back the verdict it was carried with."""
+    co = rec["carried_over"]
+    if why is not None:
+        co.setdefault("verdict", rec["verdict"])
+        co.setdefault("reasons", rec["reasons"])
+        rec["verdict"] = STALE
+        rec["reasons"] = [
+            f"carried over ({co['verdict']} of {co['date']}), but {why} since: re-run it: "
+            f"pytest --fak-theorems --fak-theorem '{rec['id']}'"
+        ]
+    elif rec["verdict"] == STALE and co.get("verdict"):
+        rec["verdict"] = co.pop("verdict")
+        rec["reasons"] = co.pop("reasons", [])
+    return rec
 
 
 def load_previous(report_dir: Path) -> dict[str, Any] | None:
@@ -222,12 +257,15 @@ def build(
     tvs: list[TheoremVerdict],
     not_run: dict[str, tuple[str, bool]] | None = None,
     previous: dict[str, Any] | None = None,
+    stale: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The report as a plain JSON dict (before ``pytest_fak_modify_report``).
 
     ``not_run``: theorem id → (why it did not run, whether its last verdict is carried
     over from ``previous``, the report being replaced). A theorem not run with no earlier
-    verdict to carry is OPEN and says so."""
+    verdict to carry is OPEN and says so. ``stale``: theorem id → why, for a carried
+    verdict whose inputs changed since (it is reported STALE, its verdict kept in
+    ``carried_over.verdict``)."""
     now = datetime.now(UTC).replace(microsecond=0)
     date = now.date().isoformat()
     not_run = not_run or {}
@@ -244,7 +282,7 @@ def build(
             prev = prev_by_id.get(tid) if carry else None
             old = _carried(prev, previous or {}, why) if prev is not None else None
             if old is not None:
-                rec = old
+                rec = _staleness(old, (stale or {}).get(tid))
                 carried += 1
             else:
                 rec["ran"] = False
@@ -284,8 +322,25 @@ def build(
             "carried_over": carried,
             "summary": counted,
             "kernel_factory": run.kernel_factory,
+            **_not_mutated(run.left_out),
         },
         "theorems": theorems,
+    }
+
+
+def _not_mutated(left_out: dict[str, str] | None) -> dict[str, Any]:
+    """``run.not_mutated``: the anchors in code the user does not own (installed
+    packages) whose generated mutants were left out, and how to include them."""
+    if not left_out:
+        return {}
+    return {
+        "not_mutated": {
+            "anchors": len(left_out),
+            "modules": sorted(set(left_out.values())),
+            "symbols": sorted(left_out),
+            "how": "they are installed code, not this project's: pass --fak-mutate-installed "
+            "(or ini fak_mutate_installed = true) to mutate them",
+        }
     }
 
 

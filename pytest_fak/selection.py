@@ -2,12 +2,14 @@
 
 A run is *partial* when something selected among the tests: test paths or node ids on
 the command line, ``-k``, ``--fak-theorem``, ``--fak-shard``, ``--lf``/``--sw``, or a
-deselected witness (``-m``, ``--deselect``, another plugin). A theorem *ran* when the
-run saw every witness known to bind it; one that did not is NOT RUN: the report keeps
-its last verdict with its date, marked carried over, and it does not count towards the
-exit status.
+deselected witness (``-m``, ``--deselect``, another plugin); or when the run stopped
+before some collected witness ran (``-x``, ``--maxfail``). A theorem *ran* when the run
+saw every witness known to bind it; one that did not is NOT RUN: the report keeps its
+last verdict with its date, marked carried over, and it does not count towards the exit
+status.
 
-The known witnesses of a theorem are those selected, those deselected, and, when the
+The known witnesses of a theorem are those selected, those deselected, those collected
+that never ran, and, when the
 command line narrowed collection itself (paths, node ids, ``--lf``), those the last
 report lists. So:
 
@@ -99,6 +101,10 @@ class Selection:
         self.deselected: dict[str, list[str]] = {}
         #: where collection failed (a witness may be there)
         self.collect_errors: list[str] = []
+        #: witness node id → the theorem ids it binds, for every witness collected to run
+        self.collected: dict[str, list[str]] = {}
+        #: collected witnesses that never ran (``-x``/``--maxfail`` stopped the run first)
+        self.unrun: set[str] = set()
 
     def wants(self, tid: str) -> bool:
         return self.chosen is None or tid in self.chosen
@@ -136,11 +142,29 @@ class Selection:
             if ids:
                 self.deselected[item.nodeid] = ids
 
+    def record_collected(self, items: Sequence[pytest.Item]) -> None:
+        for item in items:
+            ids, _ = marker_ids(item)
+            if ids:
+                self.collected[item.nodeid] = ids
+
+    def stopped_early(self, ran: Iterable[str], why: str | None) -> None:
+        """Note the collected witnesses not in ``ran`` (the run stopped before them:
+        ``why``, pytest's own words): the run is partial, and a theorem one of them binds
+        keeps its last verdict unless what ran refuted it."""
+        self.unrun = set(self.collected) - set(ran)
+        if self.unrun:
+            self.signals.append(
+                f"{len(self.unrun)} collected witnesses did not run ({why or 'the run stopped'})"
+            )
+
     def merge_worker(self, out: dict[str, Any]) -> None:
         """Fold in what an xdist worker saw (workers collect and deselect; the controller
         does not)."""
         for nodeid, ids in (out.get("fak_deselected") or {}).items():
             self.deselected[nodeid] = list(ids)
+        for nodeid, ids in (out.get("fak_collected") or {}).items():
+            self.collected[nodeid] = list(ids)
         for where in out.get("fak_collect_errors") or []:
             if where not in self.collect_errors:
                 self.collect_errors.append(where)
@@ -167,9 +191,13 @@ class Selection:
             return "not selected by --fak-theorem", True
         sel = set(ran)
         known = sel | {n for n, ids in self.deselected.items() if t.id in ids}
+        unrun = {n for n in self.unrun if t.id in self.collected.get(n, ())}
+        known |= unrun
         if self.narrowed and previous:
             known |= {w["nodeid"] for w in previous.get("witnesses", []) if "nodeid" in w}
         if not sel:
+            if unrun:
+                return f"none of its {len(known)} witnesses ran (the run stopped first)", True
             if known:
                 return f"none of its {len(known)} witnesses was selected", True
             if self.narrowed:

@@ -12,7 +12,8 @@ ran is not a counterexample, so this is never REFUTED, and never PROVEN either; 
 whose xdist worker died outside any mutant is ERROR too (a dead process cannot tell a
 crash of the code from one of its environment, an OOM kill, a C extension). A mutant
 under which the worker died counts as killed (``crashed``), see :mod:`pytest_fak.crash`.
-SCOPED-OUT: the document declares it. STALE: only ``fak proofs check`` gives it.
+SCOPED-OUT: the document declares it. STALE: ``fak proofs check`` gives it, and a partial
+run to a verdict it carries over whose inputs changed since (:mod:`pytest_fak.report`).
 Failure wins (REFUTED before ERROR); a skip is never a pass. A theorem whose own waivers
 are wrong (one naming no current mutant, a malformed ``# pragma: fak-equivalent`` in an
 anchor, a reason handing the mutant to a theorem that does not anchor its function) is
@@ -363,7 +364,8 @@ def _generated_verdict(
         more = f" and {g['survived'] - 3} more" if g["survived"] > 3 else ""
         tv.reasons.append(
             f"{g['survived']} of {g['generated']} generated mutants survived "
-            f"(neither killed nor waived): {first}{more}"
+            f"(neither killed nor waived): {first}{more} (each with its file:line, diff and "
+            f"the waiver to paste: fak mutants list --theorem {t.id} --survivors)"
         )
         tv.reasons += [s["why"] for s in g["survivors"] if "why" in s]
         tv.verdict = VACUOUS

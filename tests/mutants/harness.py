@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_fak import cli, generated, mutant, mutation, selection
+from pytest_fak import ci, cli, generated, mutant, mutation, report, rootdir, selection
 from pytest_fak.fingerprint import ReadLog
 from pytest_fak.mutcache import CacheFile, MutantCache
 from tests.mutants.sourcepatch import edited
@@ -106,3 +106,35 @@ def exception_left_pending() -> Any:
     """A thread that did not take the exception raised into it within the grace keeps it
     (the bug: blocked in C, it never took it, and the next traced call spun for ever)."""
     return edited(mutation._interrupt_threads, ("        withdraw(targets)\n", ""))
+
+
+@mutant("H1.5/path-option-moves-rootdir")
+def path_option_moves_rootdir() -> Any:
+    """The setup pytest decided before it knew the plugin's options stands (the bug:
+    ``--fak-compare /elsewhere/prev.json`` moved the rootdir there)."""
+    return edited(
+        rootdir.repair, ("given = [o for o in PATH_OPTIONS if o in args]", "given: list[str] = []")
+    )
+
+
+@mutant("H1.6/unrun-witness-forgotten")
+def unrun_witness_forgotten() -> Any:
+    """A collected witness the run stopped before is not noted (the bug: ``-x`` made the
+    theorem after the failure an orphan, OPEN, in a run not marked partial)."""
+    return edited(
+        selection.Selection.stopped_early,
+        ("self.unrun = set(self.collected) - set(ran)", "self.unrun = set()"),
+    )
+
+
+@mutant("H1.7/empty-run-passes")
+def empty_run_passes() -> Any:
+    """A run that found no theorem passes (the bug: ``fak: 0 PROVEN``, exit 0)."""
+    return edited(ci.nothing_to_prove, ("    if theorems or expected:\n", "    if True:\n"))
+
+
+@mutant("H1.8/stale-carried-silently")
+def stale_carried_silently() -> Any:
+    """A carried verdict stays as it was whatever changed since (the bug: a partial run
+    after an anchor changed passed with the theorem "PROVEN (carried over)")."""
+    return edited(report._staleness, ("    if why is not None:\n", "    if False:\n"))

@@ -156,3 +156,26 @@ def test_clamp_low():
 
     hv = metadata.version("hypothesis")
     assert f"pytest-fak 0.1.0, pytest {pytest.__version__}, Hypothesis {hv}, Python 3." in md
+
+
+@pytest.mark.parametrize("form", ["space", "equals", "space-n2"])
+def test_fak_compare_with_a_path_outside_the_project_keeps_the_rootdir(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, form: str
+) -> None:
+    make_project(pytester)
+    pytester.runpytest("--fak-theorems")
+    artifact = tmp_path_factory.mktemp("ci-artifact") / "prev.json"
+    artifact.write_text((pytester.path / "proofs" / "verdicts.json").read_text())
+    if form.startswith("space"):
+        opt = ["--fak-compare", str(artifact)]
+    else:
+        opt = [f"--fak-compare={artifact}"]
+    if form.endswith("n2"):
+        result = pytester.runpytest_subprocess("--fak-theorems", "-n", "2", *opt)
+    else:
+        result = pytester.runpytest("--fak-theorems", *opt)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [f"rootdir: {pytester.path}*", f"fak: against {artifact}: no change"]
+    )
+    assert verdicts(pytester)["CL1.1"]["verdict"] == "PROVEN"

@@ -144,3 +144,23 @@ def test_clamp_in_range(x):
     t = verdicts(pytester)["CL1.1"]
     assert t["mutants"][0]["status"] == "inconclusive"
     assert t["verdict"] == "OPEN"
+
+
+def test_a_proof_run_that_finds_no_theorem_fails_unless_told_it_is_expected(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\naddopts = -p no:schemathesis\n")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest("--fak-theorems")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(
+        ["fak: FAILED: no theorems found (no theorems/ directory in the rootdir); *"]
+    )
+    assert not (pytester.path / "proofs").exists()
+    (pytester.path / "theorems").mkdir()
+    empty = pytester.runpytest("--fak-theorems")
+    assert empty.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    empty.stdout.fnmatch_lines(["fak: FAILED: no theorems found (theorems); *"])
+    assert pytester.runpytest("--fak-theorems", "--fak-no-theorems-ok").ret == 0
+    pytester.makeini("[pytest]\naddopts = -p no:schemathesis\nfak_no_theorems_ok = true\n")
+    assert pytester.runpytest("--fak-theorems").ret == 0

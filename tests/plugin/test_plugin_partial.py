@@ -239,3 +239,84 @@ def test_a_witness_deselected_on_xdist_workers_is_carried_over(pytester: pytest.
     vs = verdicts(pytester)
     assert vs["CL1.1"]["ran"] is True
     assert vs["CL1.2"]["carried_over"]["reason"] == "none of its 1 witnesses was selected"
+
+
+def test_a_run_stopped_by_x_carries_the_unrun_theorem_over_and_says_partial(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    assert pytester.runpytest("--fak-theorems").ret == 0
+    backdate(pytester)
+    pytester.makepyfile(test_clamp=WITNESSES2.replace("== 10", "== 11"))
+    result = pytester.runpytest("--fak-theorems", "-x", "-p", "no:randomly")
+    assert result.ret == 1
+    result.assert_outcomes(failed=1)
+    vs = verdicts(pytester)
+    assert vs["CL1.1"]["verdict"] == "REFUTED" and vs["CL1.1"]["ran"] is True
+    kept = vs["CL1.2"]
+    assert kept["verdict"] == "PROVEN" and kept["ran"] is False  # not OPEN (orphan)
+    assert kept["carried_over"]["date"] == "2020-01-02"
+    assert kept["carried_over"]["reason"] == "none of its 1 witnesses ran (the run stopped first)"
+    run = json.loads((pytester.path / "proofs" / "verdicts.json").read_text())["run"]
+    assert run["partial"] is True
+    assert "1 collected witnesses did not run (stopping after 1 failures)" in run["selection"]
+
+
+MANY = WITNESSES2.replace("== 10", "== 11") + "".join(
+    f"""
+
+@pytest.mark.fak_theorem("CL1.2")
+def test_lower_{i}():
+    import time
+    time.sleep(0.1)
+    assert clamplib.clamp(-{i}) == 0
+"""
+    for i in range(1, 21)
+)
+
+
+def test_maxfail_on_two_workers_keeps_the_full_report(pytester: pytest.Pytester) -> None:
+    # xdist ends a run --maxfail stopped as interrupted: nothing is written, and it says so
+    project(pytester, witnesses=MANY.replace("== 11", "== 10"))
+    assert pytester.runpytest_subprocess("--fak-theorems", "-n", "2").ret == 0
+    report = pytester.path / "proofs" / "verdicts.json"
+    before = report.read_bytes()
+    pytester.makepyfile(test_clamp=MANY)
+    result = pytester.runpytest_subprocess(
+        "--fak-theorems", "-n", "2", "--maxfail=1", "-p", "no:randomly"
+    )
+    assert result.ret != 0
+    assert report.read_bytes() == before
+    result.stdout.fnmatch_lines(
+        ["fak: FAILED: no verdicts (the run stopped); the report is unchanged"]
+    )
+
+
+def test_a_carried_verdict_whose_inputs_changed_is_stale_in_the_partial_run(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    assert pytester.runpytest("--fak-theorems").ret == 0
+    backdate(pytester)
+    # CL1.2's witness changes; the partial run does not run it
+    pytester.makepyfile(test_clamp=WITNESSES2.replace("clamp(-5) == 0", "clamp(-6) == 0"))
+    result = pytester.runpytest("--fak-theorems", "-k", "test_upper")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "STALE      CL1.2 clamp keeps the lower bound: carried over (PROVEN of 2020-01-02), "
+            "but the source of witness test_clamp.py::test_lower changed since*",
+            "fak: FAILED: 1 STALE (CL1.2) · 1 PROVEN · 1 not run",
+        ]
+    )
+    kept = verdicts(pytester)["CL1.2"]
+    assert kept["verdict"] == "STALE" and kept["carried_over"]["verdict"] == "PROVEN"
+    assert (
+        pytester.runpytest("--fak-theorems", "-k", "test_upper", "--fak-fail-on=REFUTED").ret == 0
+    )
+    # put back, the next partial run carries it with its verdict again
+    pytester.makepyfile(test_clamp=WITNESSES2)
+    assert pytester.runpytest("--fak-theorems", "-k", "test_upper").ret == 0
+    kept = verdicts(pytester)["CL1.2"]
+    assert kept["verdict"] == "PROVEN" and "verdict" not in kept["carried_over"]
+    assert kept["carried_over"]["date"] == "2020-01-02"
