@@ -52,6 +52,11 @@ MAPPING: tuple[Page, ...] = (
                 "## The kernel",
             ),
         ),
+        intro=(
+            "Command 1 is the proof run of the README's [two commands]"
+            "(../README.md#the-two-commands); the theorems it proves are the documents in "
+            "`theorems/`, each a page of this site (Theorems)."
+        ),
     ),
     Page(
         "kernel.md",
