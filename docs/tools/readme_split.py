@@ -6,8 +6,15 @@ are carried over by running this script on their README: it cuts the text at the
 headings and paragraph openings, moves every piece unchanged to its page (only heading
 levels, in-page links and links to files outside the site change), and writes the pages.
 
-    python docs/tools/readme_split.py OLD_README.md [--out docs]
-    git show BRANCH:README.md | python docs/tools/readme_split.py - --out docs
+    python docs/tools/readme_split.py OLD_README.md [--out DIR]   (default: docs)
+
+To carry a branch's README edits over, split its README and the one it started from, and
+apply the difference to the pages:
+
+    t=$(mktemp -d) && mkdir "$t/a" "$t/b" && split=docs/tools/readme_split.py
+    git show "$(git merge-base HEAD BRANCH)":README.md | python $split - --out "$t/a"
+    git show BRANCH:README.md | python $split - --out "$t/b"
+    (cd "$t" && diff -ru a b) | patch -p1 -d docs
 
 A heading or an opening this script cuts at that the README no longer has is an error
 naming it: move that edit by hand. ``MAPPING`` below is the table of which README section
