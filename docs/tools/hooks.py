@@ -6,9 +6,10 @@
   ``pytest_fak/pack/theorems/``) is a page under ``theorems/`` (``theorems/pack/``), each
   theorem heading with its id as its anchor (``theorems/taint.md#C4.6``).
 - Every theorem id the pages mention outside code and links links to its theorem.
-- ``options.md`` is ``pytest --help``'s and ``fak --help``'s text for pytest-fak: the build
-  generates it again and fails (a warning, under ``--strict``) when the committed page
-  differs; ``python docs/tools/hooks.py`` rewrites it.
+- ``options.md`` is ``pytest --help``'s and ``fak --help``'s text for pytest-fak, and
+  ``theorem-format.md`` the docstring of ``pytest_fak.theorems`` (the syntax its parser
+  enforces): the build generates both again and fails (a warning, under ``--strict``) when
+  a committed page differs; ``python docs/tools/hooks.py`` rewrites them.
 
 Nothing here changes a page's words: what the pages say is in ``docs/`` and the documents.
 """
@@ -38,6 +39,7 @@ LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)#\s]*)(?P<anchor>#[^)\s]
 SKIP = re.compile(r"(`+)[^`]*?\1|!?\[[^\]]*\]\([^)]*\)|<!--.*?-->|<[^>]+>")
 
 OPTIONS = ROOT / "docs" / "options.md"
+FORMAT = ROOT / "docs" / "theorem-format.md"
 log = logging.getLogger(f"mkdocs.plugins.{__name__}")
 
 _theorems: dict[str, str] = {}  # theorem id -> the src_uri of its page
@@ -106,6 +108,44 @@ def options_page() -> str:
     )
 
 
+def format_page() -> str:
+    """The text ``docs/theorem-format.md`` must have: the parser's docstring as Markdown
+    (its ``::`` literal block fenced, reST's double backquotes and roles as code)."""
+    import pytest_fak.theorems
+
+    doc = (pytest_fak.theorems.__doc__ or "").strip("\n").splitlines()
+    out = [
+        "# Theorem documents",
+        "",
+        "The syntax `pytest --fak-theorems` reads in `theorems/*.md` (the docstring of"
+        " `pytest_fak.theorems`, whose parser enforces it; an example project: the README's"
+        " walk-through).",
+        "",
+    ]
+    block = False
+    for line in doc[2:]:  # the docstring's first line names the module's job, not the format
+        if block and line and not line.startswith("    "):
+            while out[-1] == "":
+                out.pop()
+            out.extend(["```", ""])
+            block = False
+        if block:
+            out.append(line[4:].replace("``", "`"))
+            continue
+        line = re.sub(r":\w+:`([^`]+)`", r"`\1`", line.replace("``", "`"))
+        if line.endswith("::"):
+            out.extend([line[:-1], "", "```markdown"])
+            block = True
+        else:
+            out.append(line)
+    if block:
+        out.append("```")
+    return "\n".join(out).replace("```markdown\n\n", "```markdown\n") + "\n"
+
+
+GENERATED = {OPTIONS: options_page, FORMAT: format_page}
+
+
 def on_files(files: Files, config: Any) -> Files:
     readme = (ROOT / "README.md").read_text("utf-8")
     files.append(File.generated(config, "index.md", content=readme))
@@ -116,8 +156,9 @@ def on_files(files: Files, config: Any) -> Files:
             if match:
                 _theorems[match["id"]] = uri
         files.append(File.generated(config, uri, content=text))
-    if OPTIONS.read_text("utf-8") != options_page():
-        log.warning("docs/options.md differs from --help: run python docs/tools/hooks.py")
+    for path, make in GENERATED.items():
+        if not path.is_file() or path.read_text("utf-8") != make():
+            log.warning(f"docs/{path.name} is out of date: run python docs/tools/hooks.py")
     return files
 
 
@@ -173,5 +214,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
 
 
 if __name__ == "__main__":
-    OPTIONS.write_text(options_page(), "utf-8")
-    print(f"wrote {OPTIONS}")
+    for path, make in GENERATED.items():
+        path.write_text(make(), "utf-8")
+        print(f"wrote {path}")
