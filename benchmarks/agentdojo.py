@@ -21,7 +21,7 @@ the figures say how many pairs had one to replay.
         [--policies examples/agentdojo] [--v1 | --approve | --table] [--adaptive] [--quiet]
 
 ``--table`` runs the v1, v2 and approval policies of every suite in one run and prints
-one Markdown table of the figures (the README's).
+one Markdown table of the figures (the one in docs/policy.md).
 
 ``--approve`` uses the policies that hold for a human's approval what the v2 policies
 refuse (``approve = true``), and also every call that carries content in a session that
