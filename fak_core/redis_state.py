@@ -88,14 +88,17 @@ end
 
 
 #: Lua shared by the scripts that touch a trace (``ARGV[1]`` is the epoch, the salt):
-#: ``life`` gives its owner and taint keys one expiry, ``orphaned``/``orphan`` read and
-#: set its bit in the orphan bitmap, ``FORGOT`` is what a forgotten mark reads.
+#: ``life`` gives its owner and taint keys one expiry (one instant, from one ``TIME``),
+#: ``orphaned``/``orphan`` read and set its bit in the orphan bitmap, ``FORGOT`` is what a
+#: forgotten mark reads.
 TRACE_LUA = (
     """
 local FORGOT = 2
 local function life(t, ttl)
-  redis.call('PEXPIRE', 'fak:owner:'..t, ttl)
-  redis.call('PEXPIRE', 'fak:taint:'..t, ttl)
+  local now = redis.call('TIME')
+  local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ttl)
+  redis.call('PEXPIREAT', 'fak:owner:'..t, at)
+  redis.call('PEXPIREAT', 'fak:taint:'..t, at)
 end
 local function obit(t)
   local h = redis.sha1hex(ARGV[1]..':'..t)
