@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import settings
 
 from .plugin_project import make_project, verdicts
 
@@ -136,7 +137,11 @@ def test_clamp_in_range(hi, x):
 def test_the_users_hypothesis_profile_stays_in_force(pytester: pytest.Pytester) -> None:
     make_project(pytester, witness=FIXTURE_WITNESS)
     pytester.makeconftest(PROFILE)
-    result = pytester.runpytest("--fak-theorems", "--hypothesis-profile=mine")
+    outer = settings.get_current_profile_name()
+    try:
+        result = pytester.runpytest("--fak-theorems", "--hypothesis-profile=mine")
+    finally:  # Hypothesis's own plugin loads "mine" for good: this process's next runs
+        settings.load_profile(outer)  # must not inherit its 7 examples
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
         [
