@@ -136,6 +136,7 @@ def redis_no_expiry() -> Any:
         lambda text: (
             text.replace(", 'PX', ARGV[3]", "")
             .replace(", 'PX', ARGV[4]", "")
+            .replace("redis.call('PEXPIREAT',", "-- redis.call('PEXPIREAT',")
             .replace("redis.call('PEXPIRE',", "-- redis.call('PEXPIRE',")
         )
     )

@@ -36,9 +36,10 @@ SECTION = """
     docs=st.lists(st.integers(1, 2), max_size=3),
     other=st.booleans(),
     expected=st.booleans(),
+    shown=st.integers(0, 2),  # how many directories the run names (none: no theorems/)
 )
 def test_a_run_with_no_theorem_fails_unless_that_is_expected(
-    docs: list[int], other: bool, expected: bool
+    docs: list[int], other: bool, expected: bool, shown: int
 ) -> None:
     d = Path(tempfile.mkdtemp(prefix="fak-empty-"))
     n = 0
@@ -52,9 +53,14 @@ def test_a_run_with_no_theorem_fails_unless_that_is_expected(
         (d / f"doc{i}.md").write_text(text)
     index, errors = load_theorems([d])
     assert errors == [] and len(index) == n
-    why = ci.nothing_to_prove(len(index), expected, [str(d)])
+    dirs = [str(d), "docs/theorems"][:shown]
+    why = ci.nothing_to_prove(len(index), expected, dirs)
     if n or expected:
         assert why is None
     else:
-        assert why is not None and why.startswith("fak: FAILED: no theorems found")
-        assert str(d) in why and "--fak-no-theorems-ok" in why
+        where = ", ".join(dirs) if dirs else "no theorems/ directory in the rootdir"
+        assert why == (  # the whole line a user reads: where it looked, and what to do
+            f"fak: FAILED: no theorems found ({where}); write them in theorems/*.md, point "
+            "--fak-theorems-dir or ini fak_theorems_dirs at them, or pass "
+            "--fak-no-theorems-ok if none is expected; nothing written"
+        )

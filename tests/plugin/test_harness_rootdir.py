@@ -77,6 +77,7 @@ VARIANTS += [("setup.cfg",)]
     outside_ini=st.sampled_from([None, *INIS]),
     test_arg=st.sampled_from([None, "tests", "tests/test_x.py"]),
     name=st.from_regex(r"[a-z][a-z0-9_-]{0,8}\.json", fullmatch=True),
+    rootdir=st.booleans(),  # --rootdir given (the tests folder): it stays the rootdir
 )
 def test_a_compare_path_in_either_form_keeps_the_rootdir_and_ini_file(
     where: str,
@@ -85,9 +86,10 @@ def test_a_compare_path_in_either_form_keeps_the_rootdir_and_ini_file(
     outside_ini: str | None,
     test_arg: str | None,
     name: str,
+    rootdir: bool,
 ) -> None:
     for inis in VARIANTS:
-        _check(inis, where, depth, relative, outside_ini, test_arg, name)
+        _check(inis, where, depth, relative, outside_ini, test_arg, name, rootdir)
 
 
 def _check(
@@ -98,6 +100,7 @@ def _check(
     outside_ini: str | None,
     test_arg: str | None,
     name: str,
+    rootdir: bool = False,
 ) -> None:
     top = Path(tempfile.mkdtemp(prefix="fak-rootdir-")).resolve()
     project = top / "project"
@@ -114,6 +117,8 @@ def _check(
     artifact.write_text("{}")
     path = os.path.relpath(artifact, project) if relative else str(artifact)
     tests = [test_arg] if test_arg else []
+    if rootdir:
+        tests.append(f"--rootdir={project / 'tests'}")
     without = _setup(project, tests)
     assert not isinstance(without, str), without
     equals = _setup(project, [*tests, f"--fak-compare={path}"])
