@@ -13,6 +13,7 @@ xdist changes, ``-n 2``. Selected with ``-m install``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -218,13 +219,11 @@ XDIST = [pytest.param("0", id="n0"), pytest.param("2", id="n2")]
 
 
 def git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=Shop", "-c", "user.email=shop@example.com", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    """git in the shop's own repository (no ``GIT_*`` variable of this run's)."""
+    who = ("-c", "user.name=Shop", "-c", "user.email=shop@example.com")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    cmd = ["git", *who, "-c", "commit.gpgsign=false", *args]
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
 
@@ -288,7 +287,7 @@ def test_a_first_proof_run_names_its_kernel_hook_and_a_misspelt_one(venv: Venv, 
     assert last_line(proof.stdout) == "fak: 2 PROVEN", proof.stdout
     doc = report(shop)
     assert doc["run"]["kernel_factory"] == "conftest:pytest_fak_make_kernel"
-    # the report's provenance: the commit the run started from, the work tree as it
+    # the report's provenance: the commit the run started from, its work tree clean
     assert doc["git"]["commit"] == git("rev-parse", "HEAD", cwd=shop)
     assert doc["git"]["dirty"] is False, doc["git"]
 
