@@ -38,8 +38,12 @@ def _probe_coverage(
     files: list[str], user: Any, include: list[str] | None = None, omit: list[str] | None = None
 ) -> Any:
     """A private ``Coverage`` of ``files`` (and of the ``include`` patterns less the
-    ``omit`` ones) that also traces what ``user`` traces."""
+    ``omit`` ones) that also traces what ``user`` traces. ``omit`` never drops one of
+    ``files``: an anchor in installed code (left out of the project's own code by
+    ``omit``) is still measured."""
     import coverage
+
+    anchors = {os.path.realpath(f) for f in files}
 
     class _Probe(coverage.Coverage):
         #: canonical file names the user's measurement traces (their lines are replayed)
@@ -47,6 +51,13 @@ def _probe_coverage(
 
         def _should_trace(self, filename: str, frame: Any) -> Any:
             ours = super()._should_trace(filename, frame)
+            if (
+                not ours.trace
+                and ours.file_tracer is None
+                and ours.source_filename
+                and os.path.realpath(ours.source_filename) in anchors
+            ):
+                ours.trace, ours.reason = True, ""  # omitted, but an anchor's file
             if user is not None:
                 theirs = user._should_trace(filename, frame)
                 if theirs.trace and theirs.file_tracer is None:

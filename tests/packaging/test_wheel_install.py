@@ -2,8 +2,9 @@
 
 The wheel (:mod:`tests.packaging.wheelenv`) is installed with only the ``plugin`` extra
 (the slim install: no gateway libraries), and the example's README commands run there:
-the proof run with the bundled pack, then ``fak proofs check``. About a minute on two
-cores. Selected with ``-m install``.
+the proof run with the bundled pack and generated mutants (the pack's anchors, in
+installed code, are measured but not mutated), then ``fak proofs check``. About a minute
+on two cores. Selected with ``-m install``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def test_airline_example_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
         "no:cacheprovider",
         "--fak-theorems",
         "--fak-pack",
+        # the pack's anchors are installed code: not mutated, but measured (else VACUOUS)
+        "--fak-mutate=incremental",
         "--fak-max-examples=15",
         "--fak-mutant-examples=10",
         cwd=project,
@@ -59,6 +62,7 @@ def test_airline_example_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     assert proof.stdout.rstrip().splitlines()[-1] == "fak: 6 PROVEN", proof.stdout
     report = json.loads((project / "proofs" / "verdicts.json").read_text())
     assert report["theorem_dirs"] == ["theorems", "module:pytest_fak.pack"]
+    assert len(report["run"]["not_mutated"]["symbols"]) > 0
 
     fak = venv.path / "bin" / "fak"
     check = venv.run(fak, "proofs", "check", cwd=project)

@@ -90,7 +90,9 @@ class Venv:
         return self.run(self.python, "-m", "pytest", "-p", "no:cacheprovider", *args, cwd=cwd)
 
 
-def install(wheel: Path, tmp: Path, extras: str = "") -> Venv:
+def install(wheel: Path, tmp: Path, extras: str = "", also: tuple[str, ...] = ()) -> Venv:
+    """The wheel with ``extras``, and the packages ``also`` names (``pytest-xdist``), each
+    at this environment's version."""
     venv = tmp / "venv"
     env = clean_env(venv)
     made = run(sys.executable, "-m", "venv", venv, cwd=tmp, env=env)
@@ -99,6 +101,6 @@ def install(wheel: Path, tmp: Path, extras: str = "") -> Venv:
     pins.write_text(this_environment())
     spec = f"{wheel}[{extras}]" if extras else str(wheel)
     py = venv / "bin" / "python"
-    installed = run(py, "-m", "pip", "install", "-q", "-c", pins, spec, cwd=tmp, env=env)
+    installed = run(py, "-m", "pip", "install", "-q", "-c", pins, spec, *also, cwd=tmp, env=env)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return Venv(venv, env)
