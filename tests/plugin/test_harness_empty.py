@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pytest_fak import ci
@@ -38,6 +38,8 @@ SECTION = """
     expected=st.booleans(),
     shown=st.integers(0, 2),  # how many directories the run names (none: no theorems/)
 )
+@example(docs=[], other=False, expected=False, shown=2)  # two directories, both named
+@example(docs=[], other=True, expected=False, shown=0)  # no theorems/ directory at all
 def test_a_run_with_no_theorem_fails_unless_that_is_expected(
     docs: list[int], other: bool, expected: bool, shown: int
 ) -> None:

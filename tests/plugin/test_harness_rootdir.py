@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from _pytest.config import get_config
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 INIS = {
@@ -78,6 +78,26 @@ VARIANTS += [("setup.cfg",)]
     test_arg=st.sampled_from([None, "tests", "tests/test_x.py"]),
     name=st.from_regex(r"[a-z][a-z0-9_-]{0,8}\.json", fullmatch=True),
     rootdir=st.booleans(),  # --rootdir given (the tests folder): it stays the rootdir
+)
+# an ini file beside the compared file, read as the project's: the usage error
+@example(
+    where="outside",
+    depth=0,
+    relative=False,
+    outside_ini="pytest.ini",
+    test_arg=None,
+    name="prev.json",
+    rootdir=False,
+)
+# --rootdir given: the repaired setup keeps it
+@example(
+    where="sibling",
+    depth=1,
+    relative=True,
+    outside_ini=None,
+    test_arg=None,
+    name="p.json",
+    rootdir=True,
 )
 def test_a_compare_path_in_either_form_keeps_the_rootdir_and_ini_file(
     where: str,
