@@ -16,6 +16,8 @@ against the wrong rootdir. It sets the configuration's private fields pytest's o
 from __future__ import annotations
 
 import copy
+import inspect
+from typing import Any
 
 import pytest
 
@@ -35,13 +37,18 @@ def repair(config: pytest.Config, args: list[str]) -> None:
     from _pytest.config.findpaths import determine_setup
 
     ns = config.known_args_namespace
-    root, ini, cfg, ignored = determine_setup(
-        inifile=ns.inifilename,
-        override_ini=ns.override_ini,
-        args=ns.file_or_dir,
-        rootdir_cmd_arg=ns.rootdir or None,
-        invocation_dir=config.invocation_params.dir,
-    )
+    setup: dict[str, Any] = {
+        "inifile": ns.inifilename,
+        "args": ns.file_or_dir,
+        "rootdir_cmd_arg": ns.rootdir or None,
+        "invocation_dir": config.invocation_params.dir,
+    }
+    if "override_ini" in inspect.signature(determine_setup).parameters:
+        # pytest 9 folds the -o values into the ini values it returns (and names the ini
+        # files it ignored); pytest 8 reads -o apart and returns three values
+        setup["override_ini"] = ns.override_ini
+    root, ini, cfg, *rest = determine_setup(**setup)
+    ignored = rest[0] if rest else []
     if root == config.rootpath and ini == config.inipath:
         # the same ini file, found from another place: pytest names the others it ignores
         config._ignored_config_files = ignored
@@ -55,7 +62,8 @@ def repair(config: pytest.Config, args: list[str]) -> None:
     old_root = config.rootpath
     config._rootpath = root
     config._inipath = ini
-    config._inicfg = cfg
+    # the ini values: ``_inicfg`` since pytest 9, ``inicfg`` before
+    setattr(config, "_inicfg" if hasattr(config, "_inicfg") else "inicfg", cfg)
     config._ignored_config_files = ignored
     config._inicache.clear()
     config._parser.extra_info["rootdir"] = str(root)

@@ -50,7 +50,8 @@ def _setup(cwd: Path, args: list[str]) -> dict[str, object] | str:
         return {
             "rootdir": config.rootpath,
             "inifile": config.inipath,
-            "ignored": list(config._ignored_config_files),
+            "ignored": list(getattr(config, "_ignored_config_files", [])),  # pytest 9
+            "python_files": config.getini("python_files"),  # an -o value kept
             "header": dict(config._parser.extra_info),
             "report_dir": (config.getoption("fak_report_dir"), early.fak_report_dir),
             "plugins": (
@@ -78,6 +79,18 @@ VARIANTS += [("setup.cfg",)]
     test_arg=st.sampled_from([None, "tests", "tests/test_x.py"]),
     name=st.from_regex(r"[a-z][a-z0-9_-]{0,8}\.json", fullmatch=True),
     rootdir=st.booleans(),  # --rootdir given (the tests folder): it stays the rootdir
+    override=st.booleans(),  # an ini value given with -o: the repaired setup keeps it
+)
+# the space form moved the rootdir (no ini file read): the repaired setup keeps the -o value
+@example(
+    where="outside",
+    depth=0,
+    relative=False,
+    outside_ini=None,
+    test_arg=None,
+    name="prev.json",
+    rootdir=False,
+    override=True,
 )
 # an ini file beside the compared file, read as the project's: the usage error
 @example(
@@ -88,6 +101,7 @@ VARIANTS += [("setup.cfg",)]
     test_arg=None,
     name="prev.json",
     rootdir=False,
+    override=False,
 )
 # --rootdir given: the repaired setup keeps it
 @example(
@@ -98,6 +112,7 @@ VARIANTS += [("setup.cfg",)]
     test_arg=None,
     name="p.json",
     rootdir=True,
+    override=False,
 )
 def test_a_compare_path_in_either_form_keeps_the_rootdir_and_ini_file(
     where: str,
@@ -107,9 +122,10 @@ def test_a_compare_path_in_either_form_keeps_the_rootdir_and_ini_file(
     test_arg: str | None,
     name: str,
     rootdir: bool,
+    override: bool,
 ) -> None:
     for inis in VARIANTS:
-        _check(inis, where, depth, relative, outside_ini, test_arg, name, rootdir)
+        _check(inis, where, depth, relative, outside_ini, test_arg, name, rootdir, override)
 
 
 def _check(
@@ -121,6 +137,7 @@ def _check(
     test_arg: str | None,
     name: str,
     rootdir: bool = False,
+    override: bool = False,
 ) -> None:
     top = Path(tempfile.mkdtemp(prefix="fak-rootdir-")).resolve()
     project = top / "project"
@@ -139,6 +156,8 @@ def _check(
     tests = [test_arg] if test_arg else []
     if rootdir:
         tests.append(f"--rootdir={project / 'tests'}")
+    if override:
+        tests += ["-o", "python_files=check_*.py"]
     without = _setup(project, tests)
     assert not isinstance(without, str), without
     equals = _setup(project, [*tests, f"--fak-compare={path}"])
