@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.wheelenv import ROOT, Venv, build_wheel, install
+from tests.packaging.wheelenv import Venv, build_wheel, copy_airline, install
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="a POSIX venv layout (bin/)"),
@@ -37,13 +37,7 @@ def base(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 @pytest.fixture
 def airline(tmp_path: Path) -> Path:
-    project = tmp_path / "airline"
-    shutil.copytree(
-        ROOT / "examples" / "airline",
-        project,
-        ignore=shutil.ignore_patterns("__pycache__", "proofs", ".hypothesis"),
-    )
-    return project
+    return copy_airline(tmp_path)
 
 
 def test_the_base_install_proves_without_the_mutate_extra(base: Venv, airline: Path) -> None:

@@ -104,3 +104,14 @@ def install(wheel: Path, tmp: Path, extras: str = "", also: tuple[str, ...] = ()
     installed = run(py, "-m", "pip", "install", "-q", "-c", pins, spec, *also, cwd=tmp, env=env)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return Venv(venv, env)
+
+
+def copy_airline(into: Path) -> Path:
+    """A fresh copy of ``examples/airline`` in ``into`` (without its proofs or caches)."""
+    project = into / "airline"
+    shutil.copytree(
+        ROOT / "examples" / "airline",
+        project,
+        ignore=shutil.ignore_patterns("__pycache__", "proofs", ".hypothesis"),
+    )
+    return project

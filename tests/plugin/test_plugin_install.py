@@ -8,14 +8,13 @@ the install. (``tests/packaging/test_wheel_install.py`` does the same from a rea
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.packaging.wheelenv import copy_airline
 
 HIDE = """
 import importlib.abc, sys
@@ -32,13 +31,7 @@ raise SystemExit(pytest.main(sys.argv[1:]))
 
 @pytest.fixture
 def airline(tmp_path: Path) -> Path:
-    project = tmp_path / "airline"
-    shutil.copytree(
-        ROOT / "examples" / "airline",
-        project,
-        ignore=shutil.ignore_patterns("__pycache__", "proofs", ".hypothesis"),
-    )
-    return project
+    return copy_airline(tmp_path)
 
 
 def _pytest_without_libcst(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
